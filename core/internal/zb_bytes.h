@@ -1,0 +1,22 @@
+// Little-endian field writers and readers: the format is written field by field, never as a struct dump.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace zb {
+
+inline void put_u8(uint8_t *p, uint8_t v) { p[0] = v; }
+inline void put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+inline void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = (uint8_t)(v >> (8 * i)); }
+inline void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = (uint8_t)(v >> (8 * i)); }
+inline void put_f64(uint8_t *p, double v) { uint64_t u; std::memcpy(&u, &v, 8); put_u64(p, u); }
+
+inline uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+inline uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; --i) v = (v << 8) | p[i]; return v; }
+inline uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; --i) v = (v << 8) | p[i]; return v; }
+inline double get_f64(const uint8_t *p) { uint64_t u = get_u64(p); double v; std::memcpy(&v, &u, 8); return v; }
+
+// The host is little-endian (x86-64 / aarch64); value arrays are copied as they are. Checked at compile time.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "zbound assumes a little-endian host");
+
+}  // namespace zb

@@ -1,0 +1,81 @@
+// Stream header of format v1: fields, field-by-field little-endian serialization, validation, and the fast
+// encoder's segment layout (docs/FORMAT.md). Shared by the CPU codec, the CUDA backend and the tools.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include "zb_shape.h"
+#include "zbound.h"
+
+namespace zb {
+
+constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
+constexpr uint16_t kFormatVersion = 1;
+constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
+constexpr int kMaxSegments = 8;
+
+enum HeaderFlags : uint8_t { kFlagRaw = 1, kFlagEscapes = 2, kFlagExceptions = 4, kKnownFlags = 7 };
+
+// Fast encoder segments (docs/FORMAT.md section 5).
+enum FastSegment {
+    kSegCodeFlags = 0, kSegCodeBlocks, kSegEscapes, kSegEdgeFlags, kSegEdgeBlocks, kSegChangeFlags,
+    kSegChangeBlocks, kSegExceptionValues, kFastSegmentCount
+};
+
+constexpr uint64_t kTileCodes = 2048;   // codes per bitshuffle tile
+constexpr uint64_t kTileBytes = 4096;   // bytes per shuffled tile
+constexpr uint64_t kBlockBytes = 16;    // zero-block size
+constexpr uint64_t kTileFlagBytes = kTileBytes / kBlockBytes / 8;  // 32
+
+struct Segment { uint64_t offset = 0, length = 0; };
+
+struct Header {
+    zb_dtype dtype = ZB_F32;
+    Shape shape;
+    zb_mode mode = ZB_MODE_ABS;
+    uint8_t predictor = 0;   // 0 raw, 1 lorenzo
+    uint8_t encoder = 0;     // 0 raw, 1 fast
+    uint8_t flags = 0;
+    double bound = 0;        // user value
+    double eb = 0;           // derived absolute bound
+    uint64_t escapes = 0, exceptions = 0, runs = 0, nonzero_code_blocks = 0;
+    int nsegments = 0;
+    Segment seg[kMaxSegments];
+    uint32_t payload_crc = 0;
+
+    size_t header_bytes() const { return kHeaderFixedBytes + 16 * (size_t)nsegments + 8; }
+    uint64_t payload_bytes() const { uint64_t s = 0; for (int i = 0; i < nsegments; ++i) s += seg[i].length; return s; }
+    size_t value_bytes() const { return dtype == ZB_F64 ? 8 : 4; }
+};
+
+inline uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Sizes of the sparse encoding of a byte string of `bytes` bytes: flag bytes (non-zero blocks are counted apart).
+inline uint64_t sparse_flag_bytes(uint64_t bytes) { return div_up(div_up(bytes, kBlockBytes), 8); }
+inline uint64_t code_tiles(uint64_t n) { return div_up(n, kTileCodes); }
+
+// Fills seg[] offsets/lengths of a fast-encoder header from its counts and the two mask non-zero block counts.
+void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks);
+
+// Writes the header (h.header_bytes() bytes) to dst, computing the header CRC. Payload CRC must be set.
+void write_header(const Header &h, uint8_t *dst);
+
+// Parses and validates a header: magic, version, sizes, enums, counts against segment lengths, segment contiguity,
+// header CRC and that the stream holds the whole payload; with verify_payload also the payload checksum.
+// Sets `msg` on error.
+zb_status read_header(const uint8_t *src, size_t len, Header &h, std::string &msg, bool verify_payload = true,
+                      int threads = 1);
+
+// Size of the raw-passthrough stream for n values; an encoder emits raw passthrough exactly when its encoded stream
+// (header + payload) would be >= this size. It is also the largest stream any encoder writes.
+size_t raw_stream_bytes(zb_dtype dtype, uint64_t n);
+
+// Writes a complete raw-passthrough stream into dst (raw_stream_bytes() bytes). `base` supplies dtype, shape,
+// mode, bound and eb; the rest is set here. Returns the number of bytes written.
+size_t write_raw_stream(Header base, const void *values, uint8_t *dst, int threads);
+
+// The absolute bound for a mode, given the range of the finite non-fill values (has_range false: there are none).
+// REL over an empty or constant range gives 0, i.e. lossless.
+double derive_abs_bound(zb_mode mode, double bound, bool has_range, double vmin, double vmax);
+
+}  // namespace zb

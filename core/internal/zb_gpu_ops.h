@@ -1,0 +1,35 @@
+// The interface between core/ and the CUDA backend in cuda/. core/ calls these through gpu_ops(); a CPU-only build
+// links core/src/gpu_ops_none.cpp, which returns nullptr. Every function returns ZB_OK or an error with a message
+// in `msg`; on any error from a host-API entry point the caller falls back to the CPU (unless backend == GPU).
+#pragma once
+#include <cstddef>
+#include <string>
+#include "zb_format.h"
+#include "zbound.h"
+
+namespace zb {
+
+struct GpuOps {
+    // True when a device can be used now (lazily initializes the context once per process).
+    bool (*available)();
+    // Compress host array `src` (shape already folded) into a complete stream in host memory dst.
+    zb_status (*compress_host)(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape,
+                               void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats,
+                               std::string &msg);
+    // Decompress a validated stream (header already parsed into h) from host memory into host memory.
+    zb_status (*decompress_host)(const Header &h, const uint8_t *src, void *dst, zb_run_stats *stats,
+                                 std::string &msg);
+    // Device-pointer variants; `stream` is a cudaStream_t.
+    zb_status (*compress_device)(const zb_params &p, zb_dtype dtype, const void *d_src, const Shape &shape,
+                                 void *d_dst, size_t dst_capacity, size_t *dst_len, void *stream,
+                                 zb_run_stats *stats, std::string &msg);
+    zb_status (*decompress_device)(const uint8_t *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
+                                   void *stream, zb_run_stats *stats, std::string &msg);
+};
+
+// nullptr when this build has no CUDA backend.
+const GpuOps *gpu_ops();
+
+// Shared rules used by both backends (derive_abs_bound, raw_stream_bytes, ...) are declared in zb_format.h.
+
+}  // namespace zb

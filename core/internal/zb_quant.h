@@ -1,0 +1,131 @@
+// Dual-quantization of one value and the 16-bit code mapping (docs/FORMAT.md sections 3 and 4).
+// Host and device share this code; it contains no expression a compiler could contract into an FMA.
+#pragma once
+#include <cstdint>
+#include <cmath>
+#include "zb_hd.h"
+
+namespace zb {
+
+// |t| must stay below this so that q and every Lorenzo sum of q fit the 32-bit wrap-around arithmetic exactly.
+constexpr double kQuantLimit = 1073741824.0;  // 2^30
+constexpr uint16_t kEscapeCode = 0x8000;       // sign-magnitude "negative zero": delta stored in the escape list
+constexpr int32_t kMaxCodeMagnitude = 32767;
+
+template <typename T> struct FloatBits;
+template <> struct FloatBits<float> { using U = uint32_t; };
+template <> struct FloatBits<double> { using U = uint64_t; };
+
+template <typename T> ZB_HD typename FloatBits<T>::U bits_of(T v) {
+    typename FloatBits<T>::U u;
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(T) == 4) u = __float_as_uint(v); else u = (uint64_t)__double_as_longlong(v);
+#else
+    __builtin_memcpy(&u, &v, sizeof(T));
+#endif
+    return u;
+}
+
+template <typename T> ZB_HD T from_bits(typename FloatBits<T>::U u) {
+    T v;
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(T) == 4) v = __uint_as_float(u); else v = __longlong_as_double((long long)u);
+#else
+    __builtin_memcpy(&v, &u, sizeof(T));
+#endif
+    return v;
+}
+
+// Classification by bits: the same on host and device, independent of math-library overloads.
+template <typename T> ZB_HD bool is_finite_value(T v) {
+    if constexpr (sizeof(T) == 4) return (bits_of(v) & 0x7F800000u) != 0x7F800000u;
+    else return (bits_of(v) & 0x7FF0000000000000ull) != 0x7FF0000000000000ull;
+}
+template <typename T> ZB_HD bool sign_bit(T v) { return (bits_of(v) >> (8 * sizeof(T) - 1)) != 0; }
+
+ZB_HD double abs_value(double v) {
+#if defined(__CUDA_ARCH__)
+    return ::fabs(v);
+#else
+    return std::fabs(v);
+#endif
+}
+ZB_HD double round_half_even(double v) {
+#if defined(__CUDA_ARCH__)
+    return ::rint(v);
+#else
+    return std::rint(v);  // the default rounding mode (to nearest, ties to even) is never changed by zbound
+#endif
+}
+
+// Constants derived once from the absolute bound; pass them by value to kernels.
+struct QuantParams {
+    double eb;        // absolute bound; 0 = lossless (every value is an exception)
+    double twoeb;     // 2 * eb
+    double recip;     // 1 / (2 * eb)
+    int has_fill;
+    uint64_t fill_bits;
+};
+
+inline QuantParams make_quant_params(double eb, int has_fill, uint64_t fill_bits) {
+    QuantParams p;
+    p.eb = eb;
+    p.twoeb = 2.0 * eb;
+    p.recip = eb > 0 ? 1.0 / p.twoeb : 0.0;
+    p.has_fill = has_fill;
+    p.fill_bits = fill_bits;
+    return p;
+}
+
+// The value reconstructed from quantized integer q.
+// Products and differences are written with explicit round-to-nearest operations on the device so that no
+// compiler flag can contract them; on the host -ffp-contract=off and SSE2 double arithmetic give the same results.
+ZB_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+ZB_HD double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+template <typename T> ZB_HD T dequantize(int32_t q, double twoeb) { return (T)mul_rn((double)q, twoeb); }
+
+// Returns true and sets q if x is regular (representable within the bound); false if x is an exception.
+template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q) {
+    q = 0;
+    if (!(p.eb > 0)) return false;
+    if (!is_finite_value(x)) return false;
+    if (p.has_fill && (uint64_t)bits_of(x) == (sizeof(T) == 4 ? (p.fill_bits & 0xFFFFFFFFull) : p.fill_bits))
+        return false;
+    const double xd = (double)x;
+    const double t = mul_rn(xd, p.recip);
+    if (!(abs_value(t) < kQuantLimit)) return false;
+    const int32_t qi = (int32_t)round_half_even(t);
+    const T r = dequantize<T>(qi, p.twoeb);
+    if (!(abs_value(sub_rn(xd, (double)r)) <= p.eb)) return false;
+    if (x == (T)0 && sign_bit(x) != sign_bit(r)) return false;
+    q = qi;
+    return true;
+}
+
+// Sign-magnitude 16-bit code of a Lorenzo delta, or kEscapeCode when |d| > 32767.
+ZB_HD uint16_t delta_to_code(int32_t d) {
+    if (d >= -kMaxCodeMagnitude && d <= kMaxCodeMagnitude)
+        return d < 0 ? (uint16_t)(0x8000u | (uint32_t)(-d)) : (uint16_t)d;
+    return kEscapeCode;
+}
+
+// Inverse of delta_to_code for non-escape codes.
+ZB_HD int32_t code_to_delta(uint16_t c) {
+    const int32_t mag = (int32_t)(c & 0x7FFFu);
+    return (c & 0x8000u) ? -mag : mag;
+}
+
+}  // namespace zb

@@ -1,0 +1,300 @@
+// The public C API: argument checks, backend choice (GPU with CPU fallback), error messages per thread.
+// No exception crosses this boundary.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include "zb_cpu.h"
+#include "zb_format.h"
+#include "zb_gpu_ops.h"
+#include "zbound.h"
+
+namespace {
+
+thread_local std::string t_last_error;
+
+zb_status set_error(zb_status s, const std::string &msg) {
+    t_last_error = msg;
+    return s;
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// With ZBOUND_LOG set, each distinct message is printed once per process on stderr.
+void log_once(const std::string &msg) {
+    static const bool enabled = std::getenv("ZBOUND_LOG") != nullptr;
+    if (!enabled) return;
+    static std::mutex mu;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (seen.insert(msg).second) std::fprintf(stderr, "zbound: %s\n", msg.c_str());
+}
+
+// AUTO resolves through ZBOUND_BACKEND (auto|cpu|gpu).
+zb_backend resolve_backend(zb_backend requested) {
+    if (requested != ZB_BACKEND_AUTO) return requested;
+    if (const char *e = std::getenv("ZBOUND_BACKEND")) {
+        if (!std::strcmp(e, "cpu")) return ZB_BACKEND_CPU;
+        if (!std::strcmp(e, "gpu")) return ZB_BACKEND_GPU;
+    }
+    return ZB_BACKEND_AUTO;
+}
+
+// Below this many bytes AUTO stays on the CPU: the transfer would cost more than the GPU saves.
+size_t gpu_min_bytes() {
+    static const size_t v = [] {
+        const char *e = std::getenv("ZBOUND_GPU_MIN_BYTES");
+        return e ? (size_t)std::strtoull(e, nullptr, 10) : (size_t)(1u << 20);
+    }();
+    return v;
+}
+
+// The GPU ops to use for a call, or nullptr for the CPU. Sets `required` when the caller insisted on the GPU.
+const zb::GpuOps *choose_gpu(zb_backend requested, size_t bytes, bool &required) {
+    const zb_backend b = resolve_backend(requested);
+    required = b == ZB_BACKEND_GPU;
+    if (b == ZB_BACKEND_CPU) return nullptr;
+    if (b == ZB_BACKEND_AUTO && bytes < gpu_min_bytes()) return nullptr;
+    const zb::GpuOps *ops = zb::gpu_ops();
+    if (!ops) {
+        if (!required) log_once("no CUDA backend in this build: using the CPU");
+        return nullptr;
+    }
+    if (!ops->available()) {
+        if (!required) log_once("no usable GPU: using the CPU");
+        return nullptr;
+    }
+    return ops;
+}
+
+zb_status check_params(const zb_params *p) {
+    if (!p) return set_error(ZB_ERR_INVALID_ARG, "params is null");
+    if (p->mode == ZB_MODE_PW_REL)
+        return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound is not in stream format v1 yet");
+    if (p->mode != ZB_MODE_ABS && p->mode != ZB_MODE_REL)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown bound mode " + std::to_string((int)p->mode));
+    if (!std::isfinite(p->bound) || p->bound < 0)
+        return set_error(ZB_ERR_INVALID_ARG, "the bound must be finite and >= 0, got " + std::to_string(p->bound));
+    if (p->predictor == ZB_PRED_INTERP)
+        return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor is not in stream format v1 yet");
+    if (p->predictor != ZB_PRED_AUTO && p->predictor != ZB_PRED_LORENZO)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown predictor " + std::to_string((int)p->predictor));
+    if (p->encoder == ZB_ENC_RATIO)
+        return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder is not in stream format v1 yet");
+    if (p->encoder != ZB_ENC_AUTO && p->encoder != ZB_ENC_FAST)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown encoder " + std::to_string((int)p->encoder));
+    if (p->backend != ZB_BACKEND_AUTO && p->backend != ZB_BACKEND_CPU && p->backend != ZB_BACKEND_GPU)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string((int)p->backend));
+    if (p->threads < 0) return set_error(ZB_ERR_INVALID_ARG, "threads must be >= 0");
+    return ZB_OK;
+}
+
+size_t dtype_size(zb_dtype t) { return t == ZB_F64 ? 8 : 4; }
+bool dtype_ok(zb_dtype t) { return t == ZB_F32 || t == ZB_F64; }
+
+template <typename F> zb_status guarded(F &&f) {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        return set_error(ZB_ERR_NOMEM, "out of host memory");
+    } catch (const std::exception &e) {
+        return set_error(ZB_ERR_INTERNAL, std::string("internal error: ") + e.what());
+    } catch (...) {
+        return set_error(ZB_ERR_INTERNAL, "internal error");
+    }
+}
+
+void fill_stats(zb_run_stats *st, zb_backend used, double kernel, double total, size_t in, size_t out) {
+    if (!st) return;
+    st->backend_used = used;
+    st->kernel_seconds = kernel;
+    st->total_seconds = total;
+    st->bytes_in = in;
+    st->bytes_out = out;
+}
+
+}  // namespace
+
+extern "C" {
+
+zb_params zb_params_default(void) {
+    zb_params p;
+    std::memset(&p, 0, sizeof p);
+    p.mode = ZB_MODE_REL;
+    p.bound = 1e-3;
+    p.predictor = ZB_PRED_AUTO;
+    p.encoder = ZB_ENC_AUTO;
+    p.backend = ZB_BACKEND_AUTO;
+    return p;
+}
+
+size_t zb_compress_bound(zb_dtype dtype, size_t n) {
+    if (!dtype_ok(dtype)) return 0;
+    return zb::raw_stream_bytes(dtype, n ? n : 1);
+}
+
+zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, int rank, const size_t *dims,
+                      void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (zb_status s = check_params(params)) return s;
+        if (!dtype_ok(dtype)) return set_error(ZB_ERR_DTYPE, "unsupported dtype " + std::to_string((int)dtype));
+        if (!src || !dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
+        zb::Shape shape;
+        if (!zb::fold_shape(rank, dims, shape))
+            return set_error(ZB_ERR_INVALID_ARG, "bad shape: rank must be 0..64 and every dim > 0");
+        const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
+        const double t0 = now_seconds();
+        std::string msg;
+        bool required = false;
+        if (const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required)) {
+            const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
+            if (s == ZB_OK) return ZB_OK;
+            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
+            log_once("GPU compression failed, using the CPU: " + msg);
+        } else if (required) {
+            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
+                                         "no driver)");
+        }
+        const int nt = zb::resolve_threads(params->threads);
+        const zb_status s = zb::cpu_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
+                                             dst_len, nt, msg);
+        if (s != ZB_OK) return set_error(s, msg);
+        const double dt = now_seconds() - t0;
+        fill_stats(stats, ZB_BACKEND_CPU, dt, dt, in_bytes, *dst_len);
+        return ZB_OK;
+    });
+}
+
+zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *info) {
+    return guarded([&]() -> zb_status {
+        if (!info) return set_error(ZB_ERR_INVALID_ARG, "info is null");
+        zb::Header h;
+        std::string msg;
+        if (zb_status s = zb::read_header(static_cast<const uint8_t *>(src), src_len, h, msg, false))
+            return set_error(s, msg);
+        std::memset(info, 0, sizeof *info);
+        info->format_version = zb::kFormatVersion;
+        info->dtype = h.dtype;
+        info->rank = h.shape.rank;
+        for (int i = 0; i < 3; ++i) info->dims[i] = h.shape.dims[i];
+        info->n = h.shape.n;
+        info->decompressed_bytes = (size_t)h.shape.n * h.value_bytes();
+        info->stream_bytes = h.header_bytes() + (size_t)h.payload_bytes();
+        info->mode = h.mode;
+        info->bound = h.bound;
+        info->abs_bound = h.eb;
+        info->predictor = (zb_predictor)h.predictor;
+        info->encoder = (zb_encoder)h.encoder;
+        info->raw = (h.flags & zb::kFlagRaw) ? 1 : 0;
+        info->escapes = h.escapes;
+        info->exceptions = h.exceptions;
+        info->exception_runs = h.runs;
+        info->nonzero_code_blocks = h.nonzero_code_blocks;
+        return ZB_OK;
+    });
+}
+
+zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_capacity, zb_backend backend,
+                        zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (!dst) return set_error(ZB_ERR_INVALID_ARG, "destination is null");
+        if (backend != ZB_BACKEND_AUTO && backend != ZB_BACKEND_CPU && backend != ZB_BACKEND_GPU)
+            return set_error(ZB_ERR_INVALID_ARG, "unknown backend");
+        const double t0 = now_seconds();
+        const int nt = zb::resolve_threads(0);
+        zb::Header h;
+        std::string msg;
+        const uint8_t *stream = static_cast<const uint8_t *>(src);
+        if (zb_status s = zb::read_header(stream, src_len, h, msg, true, nt)) return set_error(s, msg);
+        const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
+        if (dst_capacity < out_bytes)
+            return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
+                                                          " bytes, the stream decodes to " +
+                                                          std::to_string(out_bytes));
+        bool required = false;
+        if (const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required)) {
+            const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
+            if (s == ZB_OK) return ZB_OK;
+            if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
+            log_once("GPU decompression failed, using the CPU: " + msg);
+        } else if (required) {
+            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
+        }
+        if (zb_status s = zb::cpu_decompress(h, stream, dst, nt, msg)) return set_error(s, msg);
+        const double dt = now_seconds() - t0;
+        fill_stats(stats, ZB_BACKEND_CPU, dt, dt, src_len, out_bytes);
+        return ZB_OK;
+    });
+}
+
+zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void *d_src, int rank,
+                             const size_t *dims, void *d_dst, size_t dst_capacity, size_t *dst_len,
+                             void *cuda_stream, zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (zb_status s = check_params(params)) return s;
+        if (!dtype_ok(dtype)) return set_error(ZB_ERR_DTYPE, "unsupported dtype");
+        if (!d_src || !d_dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
+        zb::Shape shape;
+        if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
+        const zb::GpuOps *gpu = zb::gpu_ops();
+        if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
+        if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");
+        std::string msg;
+        if (zb_status s = gpu->compress_device(*params, dtype, d_src, shape, d_dst, dst_capacity, dst_len,
+                                               cuda_stream, stats, msg))
+            return set_error(s, msg);
+        return ZB_OK;
+    });
+}
+
+zb_status zb_decompress_device(const void *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
+                               void *cuda_stream, zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (!d_src || !d_dst) return set_error(ZB_ERR_INVALID_ARG, "null buffer");
+        const zb::GpuOps *gpu = zb::gpu_ops();
+        if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
+        if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");
+        std::string msg;
+        if (zb_status s = gpu->decompress_device(static_cast<const uint8_t *>(d_src), src_len, d_dst, dst_capacity,
+                                                 cuda_stream, stats, msg))
+            return set_error(s, msg);
+        return ZB_OK;
+    });
+}
+
+int zb_gpu_available(void) {
+    try {
+        const zb::GpuOps *gpu = zb::gpu_ops();
+        return gpu && gpu->available() ? 1 : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
+const char *zb_status_string(zb_status status) {
+    switch (status) {
+        case ZB_OK: return "ok";
+        case ZB_ERR_INVALID_ARG: return "invalid argument";
+        case ZB_ERR_DTYPE: return "unsupported data type";
+        case ZB_ERR_BUFFER_TOO_SMALL: return "buffer too small";
+        case ZB_ERR_CORRUPT: return "corrupt stream";
+        case ZB_ERR_TRUNCATED: return "truncated stream";
+        case ZB_ERR_VERSION: return "stream format version not supported";
+        case ZB_ERR_NOMEM: return "out of memory";
+        case ZB_ERR_GPU: return "GPU error";
+        case ZB_ERR_UNSUPPORTED: return "not supported";
+        case ZB_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *zb_last_error(void) { return t_last_error.c_str(); }
+
+}  // extern "C"

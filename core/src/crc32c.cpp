@@ -1,0 +1,87 @@
+// CRC-32C: slicing-by-8 tables, or the SSE4.2 crc32 instruction where the CPU has it (same values).
+#include "zb_crc32c.h"
+#include <cstring>
+#include <vector>
+#include "zb_bytes.h"
+
+namespace zb {
+namespace {
+
+struct Tables {
+    uint32_t t[8][256];
+    Tables() {
+        for (uint32_t i = 0; i < 256; ++i) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+            t[0][i] = c;
+        }
+        for (uint32_t i = 0; i < 256; ++i)
+            for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+    }
+};
+const Tables &tables() { static const Tables tb; return tb; }
+
+// Raw (no init/final xor) update with tables.
+uint32_t update_sw(uint32_t c, const uint8_t *p, size_t len) {
+    const Tables &tb = tables();
+    while (len >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        w ^= c;
+        c = tb.t[7][w & 0xFF] ^ tb.t[6][(w >> 8) & 0xFF] ^ tb.t[5][(w >> 16) & 0xFF] ^ tb.t[4][(w >> 24) & 0xFF] ^
+            tb.t[3][(w >> 32) & 0xFF] ^ tb.t[2][(w >> 40) & 0xFF] ^ tb.t[1][(w >> 48) & 0xFF] ^ tb.t[0][w >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) c = tb.t[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t update_hw(uint32_t c, const uint8_t *p, size_t len) {
+    uint64_t c64 = c;
+    while (len >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        c64 = __builtin_ia32_crc32di(c64, w);
+        p += 8;
+        len -= 8;
+    }
+    uint32_t c32 = (uint32_t)c64;
+    while (len--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+bool have_hw() { static const bool h = __builtin_cpu_supports("sse4.2"); return h; }
+#endif
+
+uint32_t update(uint32_t c, const uint8_t *p, size_t len) {
+#if defined(__x86_64__)
+    if (have_hw()) return update_hw(c, p, len);
+#endif
+    return update_sw(c, p, len);
+}
+
+}  // namespace
+
+uint32_t crc32c_extend(uint32_t crc, const void *data, size_t len) {
+    return update(crc ^ 0xFFFFFFFFu, static_cast<const uint8_t *>(data), len) ^ 0xFFFFFFFFu;
+}
+
+uint32_t crc32c(const void *data, size_t len) { return crc32c_extend(0, data, len); }
+
+const uint32_t *crc32c_table() { return tables().t[0]; }
+
+uint32_t payload_checksum(const void *payload, size_t len, int threads) {
+    const uint8_t *p = static_cast<const uint8_t *>(payload);
+    const int64_t pieces = (int64_t)((len + kChecksumPiece - 1) / kChecksumPiece);
+    std::vector<uint8_t> piece_crcs((size_t)pieces * 4);
+#pragma omp parallel for num_threads(threads) schedule(static) if (pieces > 16)
+    for (int64_t i = 0; i < pieces; ++i) {
+        const size_t off = (size_t)i * kChecksumPiece;
+        const size_t n = len - off < kChecksumPiece ? len - off : kChecksumPiece;
+        put_u32(&piece_crcs[(size_t)i * 4], crc32c(p + off, n));
+    }
+    return crc32c(piece_crcs.data(), piece_crcs.size());
+}
+
+}  // namespace zb

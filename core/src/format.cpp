@@ -1,0 +1,176 @@
+// Stream header v1: writing, reading and validating (docs/FORMAT.md section 2).
+#include "zb_format.h"
+#include <cmath>
+#include <cstring>
+#include "zb_bytes.h"
+#include "zb_crc32c.h"
+
+namespace zb {
+
+void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks) {
+    const uint64_t n = h.shape.n;
+    h.nsegments = kFastSegmentCount;
+    uint64_t len[kFastSegmentCount];
+    len[kSegCodeFlags] = code_tiles(n) * kTileFlagBytes;
+    len[kSegCodeBlocks] = h.nonzero_code_blocks * kBlockBytes;
+    len[kSegEscapes] = h.escapes * 4;
+    len[kSegEdgeFlags] = sparse_flag_bytes(div_up(n, 8));
+    len[kSegEdgeBlocks] = edge_nonzero_blocks * kBlockBytes;
+    len[kSegChangeFlags] = h.exceptions ? sparse_flag_bytes(div_up(h.exceptions, 8)) : 0;
+    len[kSegChangeBlocks] = change_nonzero_blocks * kBlockBytes;
+    len[kSegExceptionValues] = h.runs * h.value_bytes();
+    uint64_t off = 0;
+    for (int i = 0; i < kFastSegmentCount; ++i) {
+        h.seg[i].offset = off;
+        h.seg[i].length = len[i];
+        off += len[i];
+    }
+    h.flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
+}
+
+void write_header(const Header &h, uint8_t *p) {
+    std::memcpy(p, kMagic, 4);
+    put_u16(p + 4, kFormatVersion);
+    put_u16(p + 6, (uint16_t)h.header_bytes());
+    put_u8(p + 8, (uint8_t)h.dtype);
+    put_u8(p + 9, (uint8_t)h.shape.rank);
+    put_u8(p + 10, (uint8_t)h.mode);
+    put_u8(p + 11, h.predictor);
+    put_u8(p + 12, h.encoder);
+    put_u8(p + 13, h.flags);
+    put_u16(p + 14, (uint16_t)h.nsegments);
+    put_f64(p + 16, h.bound);
+    put_f64(p + 24, h.eb);
+    put_u64(p + 32, h.shape.n);
+    for (int i = 0; i < 3; ++i) put_u64(p + 40 + 8 * i, h.shape.dims[i]);
+    put_u64(p + 64, h.escapes);
+    put_u64(p + 72, h.exceptions);
+    put_u64(p + 80, h.runs);
+    put_u64(p + 88, h.nonzero_code_blocks);
+    uint8_t *t = p + kHeaderFixedBytes;
+    for (int i = 0; i < h.nsegments; ++i) {
+        put_u64(t + 16 * i, h.seg[i].offset);
+        put_u64(t + 16 * i + 8, h.seg[i].length);
+    }
+    uint8_t *tail = t + 16 * h.nsegments;
+    put_u32(tail, h.payload_crc);
+    put_u32(tail + 4, crc32c(p, (size_t)(tail + 4 - p)));
+}
+
+namespace {
+zb_status fail(std::string &msg, zb_status s, const std::string &why) {
+    msg = why;
+    return s;
+}
+}  // namespace
+
+zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg, bool verify_payload, int threads) {
+    h = Header();
+    if (!p) return fail(msg, ZB_ERR_INVALID_ARG, "stream pointer is null");
+    if (len < 4 || std::memcmp(p, kMagic, 4) != 0) return fail(msg, ZB_ERR_CORRUPT, "not a zbound stream (bad magic)");
+    if (len < kHeaderFixedBytes + 8) return fail(msg, ZB_ERR_TRUNCATED, "stream shorter than a header");
+    const uint16_t version = get_u16(p + 4);
+    if (version > kFormatVersion)
+        return fail(msg, ZB_ERR_VERSION, "stream format version " + std::to_string(version) +
+                                             " is newer than this library (" + std::to_string(kFormatVersion) + ")");
+    if (version != kFormatVersion) return fail(msg, ZB_ERR_CORRUPT, "unknown stream format version");
+    const int nseg = get_u16(p + 14);
+    if (nseg < 1 || nseg > kMaxSegments) return fail(msg, ZB_ERR_CORRUPT, "bad segment count");
+    const size_t hbytes = kHeaderFixedBytes + 16 * (size_t)nseg + 8;
+    if (get_u16(p + 6) != hbytes) return fail(msg, ZB_ERR_CORRUPT, "header size does not match segment count");
+    if (len < hbytes) return fail(msg, ZB_ERR_TRUNCATED, "stream shorter than its header");
+    if (get_u32(p + hbytes - 4) != crc32c(p, hbytes - 4)) return fail(msg, ZB_ERR_CORRUPT, "header checksum mismatch");
+
+    const uint8_t dtype = p[8], rank = p[9], mode = p[10];
+    h.predictor = p[11];
+    h.encoder = p[12];
+    h.flags = p[13];
+    if (dtype != ZB_F32 && dtype != ZB_F64) return fail(msg, ZB_ERR_CORRUPT, "bad dtype");
+    if (rank < 1 || rank > 3) return fail(msg, ZB_ERR_CORRUPT, "bad rank");
+    if (mode > ZB_MODE_REL) return fail(msg, ZB_ERR_CORRUPT, "bad bound mode");
+    if (h.flags & ~kKnownFlags) return fail(msg, ZB_ERR_CORRUPT, "unknown flags");
+    h.dtype = (zb_dtype)dtype;
+    h.mode = (zb_mode)mode;
+    h.nsegments = nseg;
+    h.bound = get_f64(p + 16);
+    h.eb = get_f64(p + 24);
+    if (!std::isfinite(h.eb) || h.eb < 0) return fail(msg, ZB_ERR_CORRUPT, "bad absolute bound");
+    h.shape.rank = rank;
+    h.shape.n = get_u64(p + 32);
+    uint64_t prod = 1;
+    for (int i = 0; i < 3; ++i) {
+        const uint64_t d = get_u64(p + 40 + 8 * i);
+        if (d == 0 || (i >= rank && d != 1)) return fail(msg, ZB_ERR_CORRUPT, "bad dims");
+        if (prod > UINT64_MAX / d) return fail(msg, ZB_ERR_CORRUPT, "dims overflow");
+        prod *= d;
+        h.shape.dims[i] = d;
+    }
+    if (prod != h.shape.n || h.shape.n == 0 || h.shape.n > (UINT64_MAX / 16))
+        return fail(msg, ZB_ERR_CORRUPT, "value count does not match dims");
+    h.escapes = get_u64(p + 64);
+    h.exceptions = get_u64(p + 72);
+    h.runs = get_u64(p + 80);
+    h.nonzero_code_blocks = get_u64(p + 88);
+    const uint8_t *t = p + kHeaderFixedBytes;
+    uint64_t expect_off = 0;
+    for (int i = 0; i < nseg; ++i) {
+        h.seg[i].offset = get_u64(t + 16 * i);
+        h.seg[i].length = get_u64(t + 16 * i + 8);
+        if (h.seg[i].offset != expect_off) return fail(msg, ZB_ERR_CORRUPT, "segments are not contiguous");
+        if (h.seg[i].length > UINT64_MAX - expect_off) return fail(msg, ZB_ERR_CORRUPT, "segment length overflow");
+        expect_off += h.seg[i].length;
+    }
+    h.payload_crc = get_u32(p + hbytes - 8);
+
+    // Structure of each kind of stream: counts must match the segment lengths exactly.
+    const uint64_t n = h.shape.n, vb = h.value_bytes();
+    if (h.flags & kFlagRaw) {
+        if (h.predictor || h.encoder || nseg != 1 || h.escapes || h.exceptions || h.runs || h.nonzero_code_blocks ||
+            h.seg[0].length != n * vb)
+            return fail(msg, ZB_ERR_CORRUPT, "inconsistent raw-passthrough header");
+    } else {
+        if (h.predictor != 1 || h.encoder != 1) return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
+        if (nseg != kFastSegmentCount) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for the fast encoder");
+        if (h.escapes > n || h.exceptions > n || h.runs > h.exceptions || (h.exceptions > 0) != (h.runs > 0) ||
+            h.nonzero_code_blocks > code_tiles(n) * (kTileBytes / kBlockBytes) ||
+            ((h.flags & kFlagEscapes) != 0) != (h.escapes > 0) ||
+            ((h.flags & kFlagExceptions) != 0) != (h.exceptions > 0))
+            return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");
+        if (h.eb == 0 && h.exceptions != n) return fail(msg, ZB_ERR_CORRUPT, "lossless stream with regular values");
+        Header expect = h;
+        const uint64_t edge_blocks = h.seg[kSegEdgeBlocks].length / kBlockBytes;
+        const uint64_t change_blocks = h.seg[kSegChangeBlocks].length / kBlockBytes;
+        fast_layout(expect, edge_blocks, change_blocks);
+        if (expect.flags != h.flags) return fail(msg, ZB_ERR_CORRUPT, "inconsistent flags");
+        for (int i = 0; i < kFastSegmentCount; ++i)
+            if (expect.seg[i].length != h.seg[i].length)
+                return fail(msg, ZB_ERR_CORRUPT, "segment " + std::to_string(i) + " has the wrong length");
+    }
+    if (expect_off > len - hbytes)
+        return fail(msg, ZB_ERR_TRUNCATED, "stream truncated: payload needs " + std::to_string(expect_off) +
+                                               " bytes, " + std::to_string(len - hbytes) + " present");
+    if (verify_payload && payload_checksum(p + hbytes, (size_t)expect_off, threads) != h.payload_crc)
+        return fail(msg, ZB_ERR_CORRUPT, "payload checksum mismatch");
+    return ZB_OK;
+}
+
+size_t raw_stream_bytes(zb_dtype dtype, uint64_t n) {
+    return kHeaderFixedBytes + 16 + 8 + (size_t)n * (dtype == ZB_F64 ? 8 : 4);
+}
+
+size_t write_raw_stream(Header h, const void *values, uint8_t *dst, int threads) {
+    h.predictor = 0;
+    h.encoder = 0;
+    h.flags = kFlagRaw;
+    h.escapes = h.exceptions = h.runs = h.nonzero_code_blocks = 0;
+    h.nsegments = 1;
+    h.seg[0].offset = 0;
+    h.seg[0].length = h.shape.n * h.value_bytes();
+    uint8_t *payload = dst + h.header_bytes();
+    std::memcpy(payload, values, (size_t)h.seg[0].length);
+    h.payload_crc = payload_checksum(payload, (size_t)h.seg[0].length, threads);
+    write_header(h, dst);
+    return h.header_bytes() + (size_t)h.seg[0].length;
+}
+
+}  // namespace zb

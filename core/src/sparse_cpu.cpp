@@ -1,0 +1,102 @@
+// Bitshuffle of code tiles and the zero-block sparse pass, CPU versions (docs/FORMAT.md section 5).
+#include <cstring>
+#include "zb_cpu.h"
+
+namespace zb {
+namespace {
+
+// Transposes an 8x8 bit matrix held in a uint64 (row r = byte r, column c = bit c): afterwards bit c of byte r
+// holds what was bit r of byte c. It is its own inverse.
+inline uint64_t transpose8x8(uint64_t x) {
+    uint64_t t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+constexpr int kPlaneBytes = (int)(kTileCodes / 8);  // 256
+
+}  // namespace
+
+void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) {
+    for (int k = 0; k < kPlaneBytes; ++k) {
+        const uint16_t *c = codes + 8 * k;
+        uint64_t lo = 0, hi = 0;
+        for (int b = 0; b < 8; ++b) {
+            lo |= (uint64_t)(c[b] & 0xFF) << (8 * b);
+            hi |= (uint64_t)(c[b] >> 8) << (8 * b);
+        }
+        lo = transpose8x8(lo);
+        hi = transpose8x8(hi);
+        for (int p = 0; p < 8; ++p) {
+            tile[p * kPlaneBytes + k] = (uint8_t)(lo >> (8 * p));
+            tile[(p + 8) * kPlaneBytes + k] = (uint8_t)(hi >> (8 * p));
+        }
+    }
+}
+
+void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+    for (int k = 0; k < kPlaneBytes; ++k) {
+        uint64_t lo = 0, hi = 0;
+        for (int p = 0; p < 8; ++p) {
+            lo |= (uint64_t)tile[p * kPlaneBytes + k] << (8 * p);
+            hi |= (uint64_t)tile[(p + 8) * kPlaneBytes + k] << (8 * p);
+        }
+        lo = transpose8x8(lo);
+        hi = transpose8x8(hi);
+        for (int b = 0; b < 8; ++b)
+            codes[8 * k + b] = (uint16_t)(((lo >> (8 * b)) & 0xFF) | (((hi >> (8 * b)) & 0xFF) << 8));
+    }
+}
+
+uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {
+    const uint64_t nblocks = div_up(bytes, kBlockBytes);
+    std::memset(flags, 0, (size_t)sparse_flag_bytes(bytes));
+    uint64_t nnz = 0;
+    for (uint64_t b = 0; b < nblocks; ++b) {
+        uint8_t blk[kBlockBytes] = {0};
+        const uint64_t off = b * kBlockBytes;
+        const uint64_t len = bytes - off < kBlockBytes ? bytes - off : kBlockBytes;
+        std::memcpy(blk, data + off, (size_t)len);
+        uint64_t w0, w1;
+        std::memcpy(&w0, blk, 8);
+        std::memcpy(&w1, blk + 8, 8);
+        if (w0 | w1) {
+            flags[b >> 3] |= (uint8_t)(1u << (b & 7));
+            blocks.append(reinterpret_cast<const char *>(blk), kBlockBytes);
+            ++nnz;
+        }
+    }
+    return nnz;
+}
+
+bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes,
+                   uint8_t *out) {
+    const uint64_t nblocks = div_up(bytes, kBlockBytes);
+    uint64_t used = 0;
+    for (uint64_t b = 0; b < nblocks; ++b) {
+        const uint64_t off = b * kBlockBytes;
+        const uint64_t len = bytes - off < kBlockBytes ? bytes - off : kBlockBytes;
+        if (flags[b >> 3] & (1u << (b & 7))) {
+            if (used >= nblocks_stored) return false;
+            const uint8_t *blk = blocks + used * kBlockBytes;
+            // Padding bytes past the end of the string must be zero, as the encoder wrote them.
+            for (uint64_t i = len; i < kBlockBytes; ++i)
+                if (blk[i]) return false;
+            std::memcpy(out + off, blk, (size_t)len);
+            ++used;
+        } else {
+            std::memset(out + off, 0, (size_t)len);
+        }
+    }
+    // Flag bits beyond the last block must be zero, and every stored block must have been used.
+    for (uint64_t b = nblocks; b < sparse_flag_bytes(bytes) * 8; ++b)
+        if (flags[b >> 3] & (1u << (b & 7))) return false;
+    return used == nblocks_stored;
+}
+
+}  // namespace zb

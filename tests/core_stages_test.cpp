@@ -1,0 +1,155 @@
+// Each CPU stage against a plain, obviously-correct reference.
+#include <gtest/gtest.h>
+#include <random>
+#include <vector>
+#include "test_util.h"
+#include "zb_cpu.h"
+#include "zb_crc32c.h"
+#include "zb_quant.h"
+#include "zb_shape.h"
+
+namespace {
+
+TEST(Crc32c, StandardCheckValue) {
+    // The published CRC-32C check value of the ASCII string "123456789".
+    EXPECT_EQ(zb::crc32c("123456789", 9), 0xE3069283u);
+    EXPECT_EQ(zb::crc32c("", 0), 0u);
+}
+
+TEST(Crc32c, ExtendEqualsWhole) {
+    std::vector<uint8_t> d(100003);
+    std::mt19937 rng(1);
+    for (auto &b : d) b = (uint8_t)rng();
+    const uint32_t whole = zb::crc32c(d.data(), d.size());
+    uint32_t part = zb::crc32c(d.data(), 777);
+    part = zb::crc32c_extend(part, d.data() + 777, d.size() - 777);
+    EXPECT_EQ(whole, part);
+    // Bitwise reference (one bit at a time, reflected polynomial).
+    uint32_t c = 0xFFFFFFFFu;
+    for (uint8_t b : d) {
+        c ^= b;
+        for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    EXPECT_EQ(whole, c ^ 0xFFFFFFFFu);
+}
+
+TEST(Crc32c, PayloadChecksumIndependentOfThreads) {
+    std::vector<uint8_t> d(5 * zb::kChecksumPiece + 123);
+    std::mt19937 rng(2);
+    for (auto &b : d) b = (uint8_t)rng();
+    // Reference: CRC over the little-endian piece CRCs.
+    std::vector<uint8_t> crcs;
+    for (size_t off = 0; off < d.size(); off += zb::kChecksumPiece) {
+        const uint32_t c = zb::crc32c(d.data() + off, std::min(zb::kChecksumPiece, d.size() - off));
+        for (int i = 0; i < 4; ++i) crcs.push_back((uint8_t)(c >> (8 * i)));
+    }
+    const uint32_t ref = zb::crc32c(crcs.data(), crcs.size());
+    EXPECT_EQ(zb::payload_checksum(d.data(), d.size(), 1), ref);
+    EXPECT_EQ(zb::payload_checksum(d.data(), d.size(), 3), ref);
+}
+
+TEST(Bitshuffle, MatchesBitByBitDefinition) {
+    std::mt19937 rng(3);
+    std::vector<uint16_t> codes(zb::kTileCodes);
+    for (int trial = 0; trial < 4; ++trial) {
+        for (auto &c : codes) c = (uint16_t)(trial == 0 ? (rng() & 0x3) : rng());
+        std::vector<uint8_t> tile(zb::kTileBytes), ref(zb::kTileBytes, 0);
+        zb::bitshuffle_tile(codes.data(), tile.data());
+        for (int p = 0; p < 16; ++p)
+            for (size_t j = 0; j < zb::kTileCodes; ++j)
+                if ((codes[j] >> p) & 1) ref[p * 256 + j / 8] |= (uint8_t)(1u << (j % 8));
+        ASSERT_EQ(tile, ref);
+        std::vector<uint16_t> back(zb::kTileCodes);
+        zb::bitunshuffle_tile(tile.data(), back.data());
+        ASSERT_EQ(back, codes);
+    }
+}
+
+TEST(Sparse, RoundTripAndReferenceLayout) {
+    std::mt19937 rng(4);
+    for (uint64_t bytes : {1ull, 15ull, 16ull, 17ull, 255ull, 4096ull, 10001ull}) {
+        std::vector<uint8_t> d(bytes, 0);
+        for (auto &b : d) b = (rng() % 7 == 0) ? (uint8_t)rng() : 0;
+        std::vector<uint8_t> flags(zb::sparse_flag_bytes(bytes));
+        std::string blocks;
+        const uint64_t nnz = zb::sparse_encode(d.data(), bytes, flags.data(), blocks);
+        // Reference: count blocks with a non-zero byte.
+        uint64_t ref = 0;
+        for (uint64_t b = 0; b * 16 < bytes; ++b) {
+            bool any = false;
+            for (uint64_t i = b * 16; i < std::min(bytes, b * 16 + 16); ++i) any |= d[i] != 0;
+            ref += any;
+            EXPECT_EQ(((flags[b / 8] >> (b % 8)) & 1) != 0, any);
+        }
+        EXPECT_EQ(nnz, ref);
+        EXPECT_EQ(blocks.size(), nnz * 16);
+        std::vector<uint8_t> back(bytes, 0xAA);
+        ASSERT_TRUE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()), nnz, bytes,
+                                      back.data()));
+        EXPECT_EQ(back, d);
+        if (nnz) EXPECT_FALSE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()),
+                                                nnz - 1, bytes, back.data()));
+    }
+}
+
+TEST(Quantize, StrictBoundAndExceptions) {
+    const zb::QuantParams qp = zb::make_quant_params(0.01, 1, zbt::bits(-9999.9f));
+    int32_t q;
+    EXPECT_TRUE(zb::quantize<float>(1.234f, qp, q));
+    EXPECT_LE(std::fabs(1.234 - (double)zb::dequantize<float>(q, qp.twoeb)), 0.01);
+    EXPECT_FALSE(zb::quantize<float>(NAN, qp, q));
+    EXPECT_FALSE(zb::quantize<float>(INFINITY, qp, q));
+    EXPECT_FALSE(zb::quantize<float>(-9999.9f, qp, q));   // the fill value
+    EXPECT_FALSE(zb::quantize<float>(-0.0f, qp, q));      // -0.0 must come back exactly
+    EXPECT_TRUE(zb::quantize<float>(0.0f, qp, q));
+    EXPECT_FALSE(zb::quantize<float>(3e38f, qp, q));      // |x|/(2 eb) beyond 2^30
+    EXPECT_FALSE(zb::quantize<double>(1.0, zb::make_quant_params(0.0, 0, 0), q));  // lossless
+    // Where f32 rounding of the reconstruction breaks the bound, the value must be an exception: with eb tiny
+    // relative to |x| the cast to float alone moves the value by more than eb.
+    const zb::QuantParams tiny = zb::make_quant_params(1e-6, 0, 0);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(100.f, 1000.f);
+    for (int i = 0; i < 100000; ++i) {
+        const float x = u(rng);
+        if (zb::quantize<float>(x, tiny, q))
+            ASSERT_LE(std::fabs((double)x - (double)zb::dequantize<float>(q, tiny.twoeb)), 1e-6);
+    }
+}
+
+TEST(Codes, SignMagnitude) {
+    for (int32_t d : {0, 1, -1, 100, -100, 32767, -32767}) {
+        const uint16_t c = zb::delta_to_code(d);
+        EXPECT_NE(c, zb::kEscapeCode);
+        EXPECT_EQ(zb::code_to_delta(c), d);
+    }
+    EXPECT_EQ(zb::delta_to_code(32768), zb::kEscapeCode);
+    EXPECT_EQ(zb::delta_to_code(-32768), zb::kEscapeCode);
+    EXPECT_EQ(zb::delta_to_code(INT32_MIN), zb::kEscapeCode);
+    EXPECT_EQ(zb::delta_to_code(-5), 0x8005);
+}
+
+TEST(Shape, DropsUnitDimsAndFolds) {
+    zb::Shape s;
+    const size_t a[] = {1, 5, 1, 7};
+    ASSERT_TRUE(zb::fold_shape(4, a, s));
+    EXPECT_EQ(s.rank, 2);
+    EXPECT_EQ(s.dims[0], 5u);
+    EXPECT_EQ(s.dims[1], 7u);
+    const size_t b[] = {2, 3, 4, 5, 6};
+    ASSERT_TRUE(zb::fold_shape(5, b, s));
+    EXPECT_EQ(s.rank, 3);
+    EXPECT_EQ(s.dims[0], 24u);
+    EXPECT_EQ(s.n, 720u);
+    const size_t c[] = {1, 1};
+    ASSERT_TRUE(zb::fold_shape(2, c, s));
+    EXPECT_EQ(s.rank, 1);
+    EXPECT_EQ(s.n, 1u);
+    ASSERT_TRUE(zb::fold_shape(0, nullptr, s));
+    EXPECT_EQ(s.n, 1u);
+    const size_t z[] = {3, 0};
+    EXPECT_FALSE(zb::fold_shape(2, z, s));
+    const size_t big[] = {1ull << 40, 1ull << 40};
+    EXPECT_FALSE(zb::fold_shape(2, big, s));
+}
+
+}  // namespace
