@@ -8,6 +8,7 @@
 #include "zb_crc32c.h"
 #include "zb_lorenzo.h"
 #include "zb_quant.h"
+#include "zb_scratch.h"
 
 namespace zb {
 namespace {
@@ -26,7 +27,7 @@ struct Partition {
 // Quantizes every value: q (0 for exceptions) and the exception mask M.
 template <typename T>
 void quantize_all(const T *x, uint64_t n, const QuantParams &qp, uint32_t *q, uint8_t *exc, int nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for simd num_threads(nt) schedule(static)
     for (int64_t i = 0; i < (int64_t)n; ++i) {
         int32_t qi;
         exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
@@ -34,57 +35,116 @@ void quantize_all(const T *x, uint64_t n, const QuantParams &qp, uint32_t *q, ui
     }
 }
 
-// Lorenzo deltas of one row (fixed z, y) as codes; escaped deltas are appended to `escapes` in order.
-// `up`, `back`, `backup` are the rows at (z, y-1), (z-1, y), (z-1, y-1), or a zero row where outside; rows that
-// the rank does not have are never read.
+// Lorenzo deltas of part [x0, x1) of one row (fixed z, y) as codes (codes[0] is for x0); escaped deltas are
+// appended to `escapes` in order. `up`, `back`, `backup` are the rows at (z, y-1), (z-1, y), (z-1, y-1), or a
+// zero row where outside; rows that the rank does not have are never read.
 template <int Rank>
-void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, const uint32_t *backup, uint64_t nx,
-               uint16_t *codes, std::vector<int32_t> &escapes) {
+void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, const uint32_t *backup, uint64_t x0,
+               uint64_t x1, uint16_t *codes, std::vector<int32_t> &escapes) {
+    bool any_escape = false;
     auto emit = [&](uint64_t x, uint32_t pred) {
-        const int32_t d = (int32_t)(cur[x] - pred);
-        const uint16_t c = delta_to_code(d);
-        if (c == kEscapeCode) escapes.push_back(d);
-        codes[x] = c;
+        const uint16_t c = delta_to_code((int32_t)(cur[x] - pred));
+        any_escape |= c == kEscapeCode;
+        codes[x - x0] = c;
     };
-    // x = 0 has no left neighbours.
-    uint32_t pred0 = 0;
-    if constexpr (Rank >= 2) pred0 += up[0];
-    if constexpr (Rank == 3) pred0 += back[0] - backup[0];
-    emit(0, pred0);
-    for (uint64_t x = 1; x < nx; ++x) {
+    uint64_t x = x0;
+    if (x == 0) {  // no left neighbours
+        uint32_t pred0 = 0;
+        if constexpr (Rank >= 2) pred0 += up[0];
+        if constexpr (Rank == 3) pred0 += back[0] - backup[0];
+        emit(0, pred0);
+        x = 1;
+    }
+    for (; x < x1; ++x) {
         uint32_t pred = cur[x - 1];
         if constexpr (Rank >= 2) pred += up[x] - up[x - 1];
         if constexpr (Rank == 3) pred += back[x] - back[x - 1] - backup[x] + backup[x - 1];
         emit(x, pred);
     }
+    if (any_escape)  // rare: a second look keeps the main loop free of push_back
+        for (x = x0; x < x1; ++x)
+            if (codes[x - x0] == kEscapeCode) {
+                uint32_t pred = x ? cur[x - 1] : 0;
+                if constexpr (Rank >= 2) pred += up[x] - (x ? up[x - 1] : 0);
+                if constexpr (Rank == 3) pred += back[x] - (x ? back[x - 1] : 0) - backup[x] + (x ? backup[x - 1] : 0);
+                escapes.push_back((int32_t)(cur[x] - pred));
+            }
 }
 
-// Codes for the whole array, rows in parallel; escapes in index order.
+// The 2048 codes of tile t (zero-padded past the end of the array), walking the rows the tile overlaps.
 template <int Rank>
-void lorenzo_codes_rank(const uint32_t *q, const Shape &s, uint16_t *codes, std::vector<int32_t> &escapes, int nt) {
-    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz(), rows = ny * nz;
-    const std::vector<uint32_t> zero(Rank >= 2 ? nx : 0, 0);
-    const Partition part{rows, nt};
+void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_t t, uint16_t *codes,
+                std::vector<int32_t> &escapes) {
+    const uint64_t nx = s.nx(), ny = s.ny();
+    const uint64_t begin = t * kTileCodes, end = std::min(s.n, begin + kTileCodes);
+    for (uint64_t i = begin; i < end;) {
+        const uint64_t row = i / nx, x0 = i % nx, x1 = std::min(nx, x0 + (end - i));
+        const uint64_t z = row / ny, y = row % ny;
+        const uint32_t *cur = q + row * nx;
+        const uint32_t *up = y ? cur - nx : zero;
+        const uint32_t *back = z ? cur - nx * ny : zero;
+        const uint32_t *backup = (z && y) ? back - nx : zero;
+        row_codes<Rank>(cur, up, back, backup, x0, x1, codes + (i - begin), escapes);
+        i += x1 - x0;
+    }
+    std::fill(codes + (end - begin), codes + kTileCodes, (uint16_t)0);
+}
+
+// Per tile: codes, bitshuffle, zero-block flags and the non-zero block count (in tile_nnz[t]). Tiles are split in
+// contiguous ranges per thread so that the escapes come out in index order.
+template <int Rank>
+void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, uint8_t *code_flags,
+                        uint64_t *tile_nnz, std::vector<int32_t> &escapes, int nt) {
+    const uint64_t ntiles = code_tiles(s.n);
+    const std::vector<uint32_t> zero(Rank >= 2 ? s.nx() : 0, 0);
+    const Partition part{ntiles, nt};
     std::vector<std::vector<int32_t>> esc_per_part(nt);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int r = 0; r < nt; ++r) {
-        for (uint64_t row = part.begin(r); row < part.begin(r + 1); ++row) {
-            const uint64_t z = row / ny, y = row % ny;
-            const uint32_t *cur = q + row * nx;
-            const uint32_t *up = y ? cur - nx : zero.data();
-            const uint32_t *back = z ? cur - nx * ny : zero.data();
-            const uint32_t *backup = (z && y) ? back - nx : zero.data();
-            row_codes<Rank>(cur, up, back, backup, nx, codes + row * nx, esc_per_part[r]);
+        uint16_t codes[kTileCodes];
+        for (uint64_t t = part.begin(r); t < part.begin(r + 1); ++t) {
+            tile_codes<Rank>(q, s, zero.data(), t, codes, esc_per_part[r]);
+            uint8_t *tile = shuffled + t * kTileBytes;
+            bitshuffle_tile(codes, tile);
+            uint8_t *flags = code_flags + t * kTileFlagBytes;
+            std::memset(flags, 0, kTileFlagBytes);
+            uint64_t nnz = 0;
+            for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
+                uint64_t w0, w1;
+                std::memcpy(&w0, tile + b * kBlockBytes, 8);
+                std::memcpy(&w1, tile + b * kBlockBytes + 8, 8);
+                if (w0 | w1) {
+                    flags[b >> 3] |= (uint8_t)(1u << (b & 7));
+                    ++nnz;
+                }
+            }
+            tile_nnz[t] = nnz;
         }
     }
     for (auto &e : esc_per_part) escapes.insert(escapes.end(), e.begin(), e.end());
 }
 
-void lorenzo_codes(const uint32_t *q, const Shape &s, uint16_t *codes, std::vector<int32_t> &escapes, int nt) {
-    if (s.rank == 1) lorenzo_codes_rank<1>(q, s, codes, escapes, nt);
-    else if (s.rank == 2) lorenzo_codes_rank<2>(q, s, codes, escapes, nt);
-    else lorenzo_codes_rank<3>(q, s, codes, escapes, nt);
+void shuffle_tiles(const uint32_t *q, const Shape &s, uint8_t *shuffled, uint8_t *code_flags, uint64_t *tile_nnz,
+                   std::vector<int32_t> &escapes, int nt) {
+    if (s.rank == 1) shuffle_tiles_rank<1>(q, s, shuffled, code_flags, tile_nnz, escapes, nt);
+    else if (s.rank == 2) shuffle_tiles_rank<2>(q, s, shuffled, code_flags, tile_nnz, escapes, nt);
+    else shuffle_tiles_rank<3>(q, s, shuffled, code_flags, tile_nnz, escapes, nt);
 }
+
+// Scratch memory of the encoder, one set per calling thread.
+struct EncoderScratch {
+    ScratchArray<uint32_t> q;
+    ScratchArray<uint8_t> exc, shuffled, code_flags;
+    ScratchArray<uint64_t> tile_offset;
+    void trim() {
+        q.trim(kScratchKeepBytes);
+        exc.trim(kScratchKeepBytes);
+        shuffled.trim(kScratchKeepBytes);
+        code_flags.trim(kScratchKeepBytes);
+        tile_offset.trim(kScratchKeepBytes);
+    }
+};
+thread_local EncoderScratch t_enc;
 
 // Packs bits into bytes, LSB first.
 struct BitWriter {
@@ -157,43 +217,23 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
 
-    std::vector<uint32_t> q((size_t)n);
-    std::vector<uint8_t> exc((size_t)n);
-    quantize_all(x, n, qp, q.data(), exc.data(), nt);
+    struct TrimOnExit { ~TrimOnExit() { t_enc.trim(); } } trim_on_exit;
+    uint32_t *q = t_enc.q.get((size_t)n);
+    uint8_t *exc = t_enc.exc.get((size_t)n);
+    quantize_all(x, n, qp, q, exc, nt);
 
+    // Codes, bitshuffle and block flags per tile; then block offsets by an exclusive scan of the tile counts.
     const uint64_t ntiles = code_tiles(n);
-    std::vector<uint16_t> codes((size_t)(ntiles * kTileCodes), 0);  // zero padding in the last tile
+    uint8_t *shuffled = t_enc.shuffled.get((size_t)(ntiles * kTileBytes));
+    uint8_t *code_flags = t_enc.code_flags.get((size_t)(ntiles * kTileFlagBytes));
+    uint64_t *tile_offset = t_enc.tile_offset.get((size_t)ntiles + 1);
     std::vector<int32_t> escapes;
-    lorenzo_codes(q.data(), s, codes.data(), escapes, nt);
-    std::vector<uint32_t>().swap(q);
-
-    // Bitshuffle each tile, flag its non-zero blocks, count them.
-    std::vector<uint8_t> shuffled((size_t)(ntiles * kTileBytes));
-    std::vector<uint8_t> code_flags((size_t)(ntiles * kTileFlagBytes));
-    std::vector<uint64_t> tile_offset((size_t)ntiles + 1, 0);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        uint8_t *tile = &shuffled[(size_t)t * kTileBytes];
-        bitshuffle_tile(&codes[(size_t)t * kTileCodes], tile);
-        uint8_t *flags = &code_flags[(size_t)t * kTileFlagBytes];
-        std::memset(flags, 0, kTileFlagBytes);
-        uint64_t nnz = 0;
-        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
-            uint64_t w0, w1;
-            std::memcpy(&w0, tile + b * kBlockBytes, 8);
-            std::memcpy(&w1, tile + b * kBlockBytes + 8, 8);
-            if (w0 | w1) {
-                flags[b >> 3] |= (uint8_t)(1u << (b & 7));
-                ++nnz;
-            }
-        }
-        tile_offset[(size_t)t + 1] = nnz;
-    }
-    std::vector<uint16_t>().swap(codes);
+    shuffle_tiles(q, s, shuffled, code_flags, tile_offset + 1, escapes, nt);
+    tile_offset[0] = 0;
     for (uint64_t t = 0; t < ntiles; ++t) tile_offset[t + 1] += tile_offset[t];
 
     ExceptionStreams<T> ex;
-    encode_exceptions(x, exc.data(), n, ex, nt);
+    encode_exceptions(x, exc, n, ex, nt);
 
     h.predictor = 1;
     h.encoder = 1;
@@ -220,12 +260,12 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
 
     uint8_t *payload = dst + h.header_bytes();
     auto seg = [&](int i) { return payload + h.seg[i].offset; };
-    std::memcpy(seg(kSegCodeFlags), code_flags.data(), code_flags.size());
+    std::memcpy(seg(kSegCodeFlags), code_flags, (size_t)(ntiles * kTileFlagBytes));
     uint8_t *blocks = seg(kSegCodeBlocks);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint8_t *tile = &shuffled[(size_t)t * kTileBytes];
-        const uint8_t *flags = &code_flags[(size_t)t * kTileFlagBytes];
+        const uint8_t *tile = shuffled + (size_t)t * kTileBytes;
+        const uint8_t *flags = code_flags + (size_t)t * kTileFlagBytes;
         uint8_t *out = blocks + tile_offset[(size_t)t] * kBlockBytes;
         for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b)
             if (flags[b >> 3] & (1u << (b & 7))) {
