@@ -74,30 +74,41 @@ const zb::GpuOps *choose_gpu(zb_backend requested, size_t bytes, bool &required)
     return ops;
 }
 
+// C callers may pass any int in an enum-typed argument; reading such a value through the C++ enum type is
+// undefined, so enums from the caller are read as their int representation before they are checked.
+template <typename E> int as_int(const E &e) {
+    static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+    int v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
+
 zb_status check_params(const zb_params *p) {
     if (!p) return set_error(ZB_ERR_INVALID_ARG, "params is null");
-    if (p->mode == ZB_MODE_PW_REL)
+    const int mode = as_int(p->mode), pred = as_int(p->predictor), enc = as_int(p->encoder),
+              backend = as_int(p->backend);
+    if (mode == ZB_MODE_PW_REL)
         return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound is not in stream format v1 yet");
-    if (p->mode != ZB_MODE_ABS && p->mode != ZB_MODE_REL)
-        return set_error(ZB_ERR_INVALID_ARG, "unknown bound mode " + std::to_string((int)p->mode));
+    if (mode != ZB_MODE_ABS && mode != ZB_MODE_REL)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown bound mode " + std::to_string(mode));
     if (!std::isfinite(p->bound) || p->bound < 0)
         return set_error(ZB_ERR_INVALID_ARG, "the bound must be finite and >= 0, got " + std::to_string(p->bound));
-    if (p->predictor == ZB_PRED_INTERP)
+    if (pred == ZB_PRED_INTERP)
         return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor is not in stream format v1 yet");
-    if (p->predictor != ZB_PRED_AUTO && p->predictor != ZB_PRED_LORENZO)
-        return set_error(ZB_ERR_INVALID_ARG, "unknown predictor " + std::to_string((int)p->predictor));
-    if (p->encoder == ZB_ENC_RATIO)
+    if (pred != ZB_PRED_AUTO && pred != ZB_PRED_LORENZO)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown predictor " + std::to_string(pred));
+    if (enc == ZB_ENC_RATIO)
         return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder is not in stream format v1 yet");
-    if (p->encoder != ZB_ENC_AUTO && p->encoder != ZB_ENC_FAST)
-        return set_error(ZB_ERR_INVALID_ARG, "unknown encoder " + std::to_string((int)p->encoder));
-    if (p->backend != ZB_BACKEND_AUTO && p->backend != ZB_BACKEND_CPU && p->backend != ZB_BACKEND_GPU)
-        return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string((int)p->backend));
+    if (enc != ZB_ENC_AUTO && enc != ZB_ENC_FAST)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown encoder " + std::to_string(enc));
+    if (backend != ZB_BACKEND_AUTO && backend != ZB_BACKEND_CPU && backend != ZB_BACKEND_GPU)
+        return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(backend));
     if (p->threads < 0) return set_error(ZB_ERR_INVALID_ARG, "threads must be >= 0");
     return ZB_OK;
 }
 
-size_t dtype_size(zb_dtype t) { return t == ZB_F64 ? 8 : 4; }
-bool dtype_ok(zb_dtype t) { return t == ZB_F32 || t == ZB_F64; }
+size_t dtype_size(const zb_dtype &t) { return as_int(t) == ZB_F64 ? 8 : 4; }
+bool dtype_ok(const zb_dtype &t) { return as_int(t) == ZB_F32 || as_int(t) == ZB_F64; }
 
 template <typename F> zb_status guarded(F &&f) {
     try {
@@ -144,7 +155,7 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
                       void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats) {
     return guarded([&]() -> zb_status {
         if (zb_status s = check_params(params)) return s;
-        if (!dtype_ok(dtype)) return set_error(ZB_ERR_DTYPE, "unsupported dtype " + std::to_string((int)dtype));
+        if (!dtype_ok(dtype)) return set_error(ZB_ERR_DTYPE, "unsupported dtype " + std::to_string(as_int(dtype)));
         if (!src || !dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
         zb::Shape shape;
         if (!zb::fold_shape(rank, dims, shape))
@@ -205,8 +216,9 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
                         zb_run_stats *stats) {
     return guarded([&]() -> zb_status {
         if (!dst) return set_error(ZB_ERR_INVALID_ARG, "destination is null");
-        if (backend != ZB_BACKEND_AUTO && backend != ZB_BACKEND_CPU && backend != ZB_BACKEND_GPU)
-            return set_error(ZB_ERR_INVALID_ARG, "unknown backend");
+        const int b = as_int(backend);
+        if (b != ZB_BACKEND_AUTO && b != ZB_BACKEND_CPU && b != ZB_BACKEND_GPU)
+            return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(b));
         const double t0 = now_seconds();
         const int nt = zb::resolve_threads(0);
         zb::Header h;
