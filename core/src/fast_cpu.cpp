@@ -378,6 +378,20 @@ bool decode_exceptions(const Header &h, const uint8_t *payload, T *out, std::str
     return true;
 }
 
+// Scratch memory of the decoder, one set per calling thread.
+struct DecoderScratch {
+    ScratchArray<uint16_t> codes;
+    ScratchArray<uint32_t> q;
+    ScratchArray<uint64_t> block_start, esc_start;
+    void trim() {
+        codes.trim(kScratchKeepBytes);
+        q.trim(kScratchKeepBytes);
+        block_start.trim(kScratchKeepBytes);
+        esc_start.trim(kScratchKeepBytes);
+    }
+};
+thread_local DecoderScratch t_dec;
+
 template <typename T>
 zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, std::string &msg) {
     const uint64_t n = h.shape.n;
@@ -390,8 +404,10 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const uint8_t *code_flags = payload + h.seg[kSegCodeFlags].offset;
     const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
 
+    struct TrimOnExit { ~TrimOnExit() { t_dec.trim(); } } trim_on_exit;
     // Where each tile's blocks start: popcounts of the flags.
-    std::vector<uint64_t> block_start((size_t)ntiles + 1, 0);
+    uint64_t *block_start = t_dec.block_start.get((size_t)ntiles + 1);
+    block_start[0] = 0;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
         uint64_t c = 0;
@@ -402,8 +418,9 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (block_start[ntiles] != h.nonzero_code_blocks) return corrupt(msg, "code block flags do not match the count");
 
     // Expand and unshuffle every tile into codes; count escapes per tile.
-    std::vector<uint16_t> codes((size_t)(ntiles * kTileCodes));
-    std::vector<uint64_t> esc_start((size_t)ntiles + 1, 0);
+    uint16_t *codes = t_dec.codes.get((size_t)(ntiles * kTileCodes));
+    uint64_t *esc_start = t_dec.esc_start.get((size_t)ntiles + 1);
+    esc_start[0] = 0;
     int bad_padding = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
@@ -418,7 +435,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
                 std::memset(tile + b * kBlockBytes, 0, kBlockBytes);
             }
         }
-        uint16_t *c = &codes[(size_t)t * kTileCodes];
+        uint16_t *c = codes + (size_t)t * kTileCodes;
         bitunshuffle_tile(tile, c);
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
         uint64_t esc = 0;
@@ -431,7 +448,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
 
     // Deltas (escapes patched in order), then the prefix sums give q.
-    std::vector<uint32_t> q((size_t)n);
+    uint32_t *q = t_dec.q.get((size_t)n);
     const uint8_t *esc_bytes = payload + h.seg[kSegEscapes].offset;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
@@ -449,8 +466,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
             q[base + j] = (uint32_t)d;
         }
     }
-    std::vector<uint16_t>().swap(codes);
-    lorenzo_inverse(q.data(), h.shape, nt);
+    lorenzo_inverse(q, h.shape, nt);
 
     const double twoeb = 2.0 * h.eb;
 #pragma omp parallel for num_threads(nt) schedule(static)
