@@ -25,7 +25,9 @@ template <typename T> void roundtrip_all_shapes(zb_mode mode, double bound, doub
         std::vector<T> out(data.size());
         ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
         const double eb = zbt::abs_bound_of(s.bytes);
-        if (mode == ZB_MODE_ABS) EXPECT_EQ(eb, bound);
+        if (mode == ZB_MODE_ABS) {
+            EXPECT_EQ(eb, bound);
+        }
         EXPECT_EQ(zbt::count_violations(data, out, eb), 0u) << "shape of " << data.size() << " values";
     }
 }
@@ -84,7 +86,9 @@ TEST(RoundTrip, SpecialValuesAreBitExact) {
             ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
             EXPECT_EQ(zbt::count_violations(data, out, 1e-2), 0u);
             for (int i = 0; i < 10; ++i)  // index 5 (a denormal) is an ordinary value, within the bound above
-                if (i != 5) EXPECT_EQ(zbt::bits(data[i]), zbt::bits(out[i])) << i;
+                if (i != 5) {
+                    EXPECT_EQ(zbt::bits(data[i]), zbt::bits(out[i])) << i;
+                }
         };
         if (dt == 0) run(0.0f); else run(0.0);
     }

@@ -87,8 +87,10 @@ TEST(Sparse, RoundTripAndReferenceLayout) {
         ASSERT_TRUE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()), nnz, bytes,
                                       back.data()));
         EXPECT_EQ(back, d);
-        if (nnz) EXPECT_FALSE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()),
-                                                nnz - 1, bytes, back.data()));
+        if (nnz) {
+            EXPECT_FALSE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()), nnz - 1,
+                                           bytes, back.data()));
+        }
     }
 }
 
@@ -111,8 +113,9 @@ TEST(Quantize, StrictBoundAndExceptions) {
     std::uniform_real_distribution<float> u(100.f, 1000.f);
     for (int i = 0; i < 100000; ++i) {
         const float x = u(rng);
-        if (zb::quantize<float>(x, tiny, q))
+        if (zb::quantize<float>(x, tiny, q)) {
             ASSERT_LE(std::fabs((double)x - (double)zb::dequantize<float>(q, tiny.twoeb)), 1e-6);
+        }
     }
 }
 

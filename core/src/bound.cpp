@@ -12,8 +12,10 @@ double derive_abs_bound(zb_mode mode, double bound, bool has_range, double vmin,
     // REL: relative to the finite range. No finite values, or a constant field: lossless (eb = 0), which costs
     // almost nothing since every value is then an exception of one run.
     if (!has_range) return 0.0;
+    // min/max of +0 and -0 depend on evaluation order (thread count, backend), so a zero range may come out as
+    // -0: every non-positive or non-finite result is the canonical +0, so the header bytes never depend on it.
     const double eb = bound * (vmax - vmin);
-    return std::isfinite(eb) ? eb : 0.0;
+    return (eb > 0 && std::isfinite(eb)) ? eb : 0.0;
 }
 
 namespace {

@@ -1,0 +1,113 @@
+// CRC-32C of 64 KiB payload pieces on the GPU (docs/FORMAT.md section 6).
+//
+// One warp per piece. Each lane computes the "raw" CRC (register starting at 0, no final xor) of its own 2 KiB
+// slice with slicing-by-4 tables. The CRC register update is linear over GF(2), so
+//     raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B)
+// where shift(v, k) runs the register over k zero bytes. The piece's CRC is therefore the xor over lanes of
+// shift(raw(0, slice_j), bytes after slice_j), xor shift(0xFFFFFFFF, piece length), then the final xor. shift() by
+// 2^b bytes is a 32x32 bit matrix; any length is a product of those for the set bits of the length.
+#include "gpu_internal.h"
+#include "zb_crc32c.h"
+
+namespace zb {
+namespace gpu {
+namespace {
+
+constexpr int kSliceBytes = 2048;          // per lane: 32 lanes x 2 KiB = one 64 KiB piece
+constexpr int kShiftMatrices = 17;         // shifts by 2^0 .. 2^16 bytes
+constexpr int kCrcWords = 4 * 256 + kShiftMatrices * 32;
+constexpr int kPiecesPerBlock = 8;         // 8 warps
+
+static_assert(32 * kSliceBytes == (int)kChecksumPiece, "one warp covers one checksum piece");
+
+// Applies a 32x32 GF(2) matrix (column i = image of bit i) to v.
+__device__ __forceinline__ uint32_t gf2_apply(const uint32_t *m, uint32_t v) {
+    uint32_t r = 0;
+    while (v) {
+        const int i = __ffs(v) - 1;
+        r ^= m[i];
+        v &= v - 1;
+    }
+    return r;
+}
+
+// Runs the CRC register over `len` zero bytes (len < 2^17).
+__device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, uint32_t v, uint32_t len) {
+    while (len) {
+        const int b = __ffs(len) - 1;
+        v = gf2_apply(mats + 32 * b, v);
+        len &= len - 1;
+    }
+    return v;
+}
+
+__global__ void __launch_bounds__(32 * kPiecesPerBlock)
+k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
+            uint32_t *__restrict__ out) {
+    __shared__ uint32_t tab[kCrcWords];
+    for (int i = threadIdx.x; i < kCrcWords; i += blockDim.x) tab[i] = tables_g[i];
+    __syncthreads();
+    const uint32_t *t0 = tab, *t1 = tab + 256, *t2 = tab + 512, *t3 = tab + 768, *mats = tab + 1024;
+
+    const int lane = threadIdx.x & 31;
+    const uint64_t piece = (uint64_t)blockIdx.x * kPiecesPerBlock + (threadIdx.x >> 5);
+    const uint64_t pstart = piece * kChecksumPiece;
+    if (pstart >= len) return;  // whole warp leaves together
+    const uint64_t pend = min(len, pstart + kChecksumPiece);
+    const uint64_t s = min(pend, pstart + (uint64_t)lane * kSliceBytes);
+    const uint64_t e = min(pend, s + kSliceBytes);
+
+    uint32_t c = 0;
+    uint64_t pos = s;
+    if ((reinterpret_cast<uintptr_t>(data) & 3) == 0) {
+        for (; pos + 4 <= e; pos += 4) {
+            c ^= *reinterpret_cast<const uint32_t *>(data + pos);
+            c = t3[c & 0xFF] ^ t2[(c >> 8) & 0xFF] ^ t1[(c >> 16) & 0xFF] ^ t0[c >> 24];
+        }
+    }
+    for (; pos < e; ++pos) c = t0[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+
+    uint32_t contrib = crc_shift(mats, c, (uint32_t)(pend - e));
+    for (int o = 16; o; o >>= 1) contrib ^= __shfl_xor_sync(0xFFFFFFFFu, contrib, o);
+    if (lane == 0) out[piece] = crc_shift(mats, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ contrib ^ 0xFFFFFFFFu;
+}
+
+}  // namespace
+
+void init_crc_tables(Context &c) {
+    uint32_t h[kCrcWords];
+    const uint32_t *t0 = crc32c_table();
+    for (int i = 0; i < 256; ++i) h[i] = t0[i];
+    for (int k = 1; k < 4; ++k)
+        for (int i = 0; i < 256; ++i) {
+            const uint32_t prev = h[(k - 1) * 256 + i];
+            h[k * 256 + i] = (prev >> 8) ^ t0[prev & 0xFF];
+        }
+    // Matrix 0: one zero byte. Matrix b+1 = matrix b applied twice.
+    uint32_t *m = h + 1024;
+    for (int i = 0; i < 32; ++i) {
+        const uint32_t v = 1u << i;
+        m[i] = t0[v & 0xFF] ^ (v >> 8);
+    }
+    auto apply = [](const uint32_t *mat, uint32_t v) {
+        uint32_t r = 0;
+        for (int i = 0; i < 32; ++i)
+            if (v >> i & 1) r ^= mat[i];
+        return r;
+    };
+    for (int b = 1; b < kShiftMatrices; ++b)
+        for (int i = 0; i < 32; ++i) m[32 * b + i] = apply(m + 32 * (b - 1), apply(m + 32 * (b - 1), 1u << i));
+    ZB_CUDA(cudaMalloc(reinterpret_cast<void **>(&c.d_crc), sizeof h));
+    ZB_CUDA(cudaMemcpy(c.d_crc, h, sizeof h, cudaMemcpyHostToDevice));
+}
+
+void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s) {
+    const uint64_t pieces = piece_count(len);
+    if (!pieces) return;
+    const uint64_t blocks = (pieces + kPiecesPerBlock - 1) / kPiecesPerBlock;
+    k_piece_crc<<<(unsigned)blocks, 32 * kPiecesPerBlock, 0, s>>>(payload, len, c.d_crc, d_out);
+    ZB_LAUNCHED("k_piece_crc");
+}
+
+}  // namespace gpu
+}  // namespace zb

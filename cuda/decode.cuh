@@ -1,0 +1,676 @@
+// The fast decoder on the GPU (docs/FORMAT.md sections 4-6), templated on the value type; decode_f32.cu and
+// decode_f64.cu instantiate it.
+//
+// Flow: the payload is copied into a 16-byte aligned device buffer; per-tile popcounts of the code flags are
+// scanned into block offsets; k_decode expands each tile's non-zero blocks into shared memory, un-bitshuffles them
+// into codes, turns them into deltas (escapes as 0, counted per tile) and runs the prefix sum along x inside the
+// tile (a segmented block scan: rows restart it); k_patch_escapes adds the escaped deltas (rank of each escape
+// among escapes) the same way; a scan over the tiles' tails gives each tile's x carry. The y and z passes are
+// blocked strided scans with carries that add the x carries on the fly; the last pass is fused with
+// dequantization (rank 1: one pass). Exception positions come from the edge mask (prefix xor), their values from
+// the change bits (rank among runs).
+// Every read of the stream is bounds-checked against the segment lengths; inconsistencies set bits of an error
+// word that the host turns into ZB_ERR_CORRUPT.
+#pragma once
+#include <cub/block/block_scan.cuh>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+#include "gpu_device.cuh"
+#include "gpu_internal.h"
+#include "zb_crc32c.h"
+#include "zb_quant.h"
+
+namespace zb {
+namespace gpu {
+namespace dec {
+// Internal linkage: this header is compiled once per value type (decode_f32.cu, decode_f64.cu, ...), and the
+// type-independent kernels must not clash at link time.
+namespace {
+
+// ---- codes -------------------------------------------------------------------------------------------------------
+
+__global__ void k_tile_nnz(const uint32_t *__restrict__ flags, uint64_t ntiles, uint32_t *__restrict__ cnt) {
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ntiles) return;
+    uint32_t c = 0;
+#pragma unroll
+    for (int w = 0; w < kTileFlagWords; ++w) c += __popc(flags[t * kTileFlagWords + w]);
+    cnt[t] = c;
+}
+
+// Expands tile t's stored blocks into shared memory (256 threads, one block each; zeros where the flag is 0).
+__device__ __forceinline__ void load_tile(uint4 *tile4, const uint32_t *__restrict__ flags,
+                                          const uint4 *__restrict__ blocks, uint64_t nnz, uint64_t tile_off, uint64_t t,
+                                          uint32_t *err) {
+    const int b = threadIdx.x;
+    const uint32_t *f = flags + t * kTileFlagWords;
+    const uint32_t fw = f[b >> 5];
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if ((fw >> (b & 31)) & 1) {
+        uint64_t rank = tile_off + __popc(fw & low_bits(b & 31));
+        for (int w = 0; w < (b >> 5); ++w) rank += __popc(f[w]);
+        if (rank < nnz) v = blocks[rank];
+        else set_error(err, kErrCodeBlocks);
+    }
+    tile4[b] = v;
+}
+
+// Transposes an 8x8 bit matrix held in a uint64 (byte r = row r): afterwards bit c of byte r is what was bit r of
+// byte c (the same transposition as the CPU's bitunshuffle_tile).
+__device__ __forceinline__ uint64_t transpose8x8(uint64_t x) {
+    uint64_t t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+// The codes 8j .. 8j+7 of a shuffled tile (thread j of 256): bit p of code 8j+k is bit 8(j%4)+k of word j/4 of
+// plane p. The 8 bits of planes 0-7 (and 8-15) form an 8x8 bit matrix whose transpose holds the codes' low (high)
+// bytes. Four neighbouring threads read the same words (broadcast), a warp reads 8 consecutive banks.
+__device__ __forceinline__ void unshuffle8(const uint32_t *tile, int j, uint32_t (&c)[8]) {
+    const int g = j >> 2, sh = (j & 3) * 8;
+    uint64_t lo = 0, hi = 0;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+        lo |= (uint64_t)((tile[p * kPlaneWords + g] >> sh) & 0xFFu) << (8 * p);
+        hi |= (uint64_t)((tile[(p + 8) * kPlaneWords + g] >> sh) & 0xFFu) << (8 * p);
+    }
+    lo = transpose8x8(lo);
+    hi = transpose8x8(hi);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        c[k] = (uint32_t)((lo >> (8 * k)) & 0xFF) | (uint32_t)(((hi >> (8 * k)) & 0xFF) << 8);
+}
+
+// Segmented sum: (head, value) pairs where a head restarts the running sum. Associative, identity (0, 0).
+struct SegSum {
+    __host__ __device__ uint2 operator()(const uint2 &a, const uint2 &b) const {
+        return make_uint2(a.x | b.x, b.x ? b.y : a.y + b.y);
+    }
+};
+
+using TileScan = cub::BlockScan<uint2, kTileThreads>;
+
+// Block-wide segmented inclusive scan of 2048 values, 8 consecutive ones per thread (v, in place); bit k of `heads`
+// marks v[k] as the start of a row. Returns the block aggregate: (any head, sum since the last head).
+__device__ __forceinline__ uint2 seg_scan8(TileScan::TempStorage &tmp, uint32_t (&v)[8], uint32_t heads) {
+    uint2 agg = make_uint2(0, 0);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        if ((heads >> k) & 1) agg = make_uint2(1, 0);
+        agg.y += v[k];
+    }
+    uint2 prefix, total;
+    TileScan(tmp).ExclusiveScan(agg, prefix, make_uint2(0, 0), SegSum(), total);
+    uint32_t run = prefix.y;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        if ((heads >> k) & 1) run = 0;
+        run += v[k];
+        v[k] = run;
+    }
+    return total;
+}
+
+// Row starts (x == 0) among the 8 values from linear index e (bits; none past n).
+__device__ __forceinline__ uint32_t row_heads(uint64_t e, uint64_t n, uint64_t nx, const FastDiv &dx) {
+    if (e >= n) return 0;
+    uint64_t x = e - dx.div(e) * nx;
+    uint32_t heads = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        if (x == 0 && e + k < n) heads |= 1u << k;
+        if (++x == nx) x = 0;
+    }
+    return heads;
+}
+
+// Stores the valid ones of 8 consecutive values at out[e ..] (two 16-byte stores when all 8 are valid).
+__device__ __forceinline__ void store8(uint32_t *out, uint64_t e, uint64_t n, const uint32_t (&v)[8]) {
+    if (e + 8 <= n) {
+        uint4 *o = reinterpret_cast<uint4 *>(out + e);
+        o[0] = make_uint4(v[0], v[1], v[2], v[3]);
+        o[1] = make_uint4(v[4], v[5], v[6], v[7]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (e + k < n) out[e + k] = v[k];
+    }
+}
+
+// One tile: expand the stored blocks, un-bitshuffle, deltas (escapes as 0, counted), and the prefix sum along x
+// inside the tile (rows restart it). Outputs local[i] (x-prefix within the tile's row pieces), first_head[t] (offset
+// of the first row start in the tile, 2048 if none) and tail[t] = (tile has a row start, sum since the last one),
+// from which the carries between tiles are scanned.
+__global__ void __launch_bounds__(kTileThreads)
+k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, uint64_t nnz,
+         const uint32_t *__restrict__ cnt, const uint32_t *__restrict__ off, uint64_t ntiles, uint64_t n, uint64_t nx,
+         FastDiv dx, uint64_t escapes, uint32_t *__restrict__ local, uint32_t *__restrict__ first_head,
+         uint2 *__restrict__ tail, uint32_t *__restrict__ esc_cnt, uint32_t *__restrict__ err) {
+    __shared__ uint4 tile4[kTileWords / 4];
+    __shared__ TileScan::TempStorage tmp;
+    __shared__ uint32_t tile_esc, tile_head;
+    const uint64_t t = blockIdx.x;
+    const int j = threadIdx.x;
+    if (j == 0) {
+        tile_esc = 0;
+        tile_head = kTileCodes;
+        if (t == ntiles - 1 && (uint64_t)off[t] + cnt[t] != nnz) set_error(err, kErrCodeBlocks);
+    }
+    load_tile(tile4, flags, blocks, nnz, off[t], t, err);
+    __syncthreads();
+    uint32_t c[8], v[8];
+    unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+    uint32_t esc = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        if (e + k < n) {
+            const bool is_esc = c[k] == kEscapeCode;
+            v[k] = is_esc ? 0u : (uint32_t)code_to_delta((uint16_t)c[k]);
+            esc += is_esc;
+        } else {
+            v[k] = 0;
+            if (c[k]) set_error(err, kErrPadding);
+        }
+    }
+    const uint32_t heads = row_heads(e, n, nx, dx);
+    if (heads) atomicMin(&tile_head, 8 * j + (__ffs(heads) - 1));
+    if (esc) atomicAdd(&tile_esc, esc);
+    const uint2 total = seg_scan8(tmp, v, heads);
+    store8(local, e, n, v);
+    __syncthreads();
+    if (j == 0) {
+        esc_cnt[t] = tile_esc;
+        if (!escapes && tile_esc) set_error(err, kErrEscapes);
+        first_head[t] = tile_head;
+        tail[t] = make_uint2(tile_head < kTileCodes ? 1u : 0u, total.y);
+    }
+}
+
+// Tiles with escapes: the escaped deltas (escape number = offset of the tile + rank in the tile) are added to the
+// in-tile x-prefix as their own segmented prefix sum, and to the tile's tail.
+__global__ void __launch_bounds__(kTileThreads)
+k_patch_escapes(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, uint64_t nnz,
+                const uint32_t *__restrict__ off, const uint32_t *__restrict__ esc_cnt,
+                const uint32_t *__restrict__ esc_off, uint64_t ntiles, uint64_t n, uint64_t nx, FastDiv dx,
+                const int32_t *__restrict__ esc_vals, uint64_t escapes, uint32_t *__restrict__ local,
+                uint2 *__restrict__ tail, uint32_t *__restrict__ err) {
+    using CountScan = cub::BlockScan<uint32_t, kTileThreads>;
+    __shared__ uint4 tile4[kTileWords / 4];
+    __shared__ TileScan::TempStorage tmp;
+    __shared__ typename CountScan::TempStorage ctmp;
+    const uint64_t t = blockIdx.x;
+    const int j = threadIdx.x;
+    if (j == 0 && t == ntiles - 1 && (uint64_t)esc_off[t] + esc_cnt[t] != escapes) set_error(err, kErrEscapes);
+    if (esc_cnt[t] == 0) return;
+    load_tile(tile4, flags, blocks, nnz, off[t], t, err);
+    __syncthreads();
+    uint32_t c[8], v[8];
+    unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+    uint32_t mine = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) mine += (e + k < n && c[k] == kEscapeCode);
+    uint32_t rank, unused;
+    CountScan(ctmp).ExclusiveSum(mine, rank, unused);
+    uint64_t idx = (uint64_t)esc_off[t] + rank;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        v[k] = 0;
+        if (e + k < n && c[k] == kEscapeCode) {
+            if (idx < escapes) v[k] = (uint32_t)esc_vals[idx];
+            else set_error(err, kErrEscapes);
+            ++idx;
+        }
+    }
+    const uint2 total = seg_scan8(tmp, v, row_heads(e, n, nx, dx));
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if (e + k < n) local[e + k] += v[k];
+    if (j == 0) tail[t].y += total.y;
+}
+
+// Carry of each tile: x-prefix at the end of the previous tile (exclusive segmented scan of the tails), packed with
+// the tile's first row start: xc[t] = (first_head[t], carry).
+__global__ void k_pack_carries(const uint32_t *__restrict__ first_head, const uint2 *__restrict__ carry, uint64_t ntiles,
+                               uint2 *__restrict__ xc) {
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < ntiles) xc[t] = make_uint2(first_head[t], carry[t].y);
+}
+
+// The complete x-prefix at linear index idx: the in-tile value plus the carry for positions before the tile's
+// first row start.
+__device__ __forceinline__ uint32_t x_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc,
+                                             uint64_t idx) {
+    const uint2 c = xc[idx >> 11];
+    const uint32_t v = local[idx];
+    return (uint32_t)(idx & (kTileCodes - 1)) < c.x ? v + c.y : v;
+}
+
+// ---- prefix sums along y and z -----------------------------------------------------------------------------------
+
+// An axis of a C-order array seen as lines: element (o, l, i) of `outer` x `L` x `inner` sits at (o*L + l)*inner + i,
+// and the scan runs along l. Each line is cut into nseg segments of S elements so that enough threads work even
+// when there are few lines; segment sums are scanned per line and added back as carries.
+struct Lines {
+    uint64_t outer, L, inner, S, nseg;
+    FastDiv d_inner, d_nseg;
+};
+
+inline Lines make_lines(uint64_t outer, uint64_t L, uint64_t inner, uint64_t target_threads) {
+    Lines a;
+    a.outer = outer;
+    a.L = L;
+    a.inner = inner;
+    const uint64_t lines = outer * inner;
+    uint64_t nseg = lines >= target_threads ? 1 : std::min<uint64_t>(L, div_up(target_threads, lines));
+    a.S = div_up(L, nseg);
+    a.nseg = div_up(L, a.S);
+    a.d_inner = FastDiv(inner);
+    a.d_nseg = FastDiv(a.nseg);
+    return a;
+}
+
+// Thread tid -> (o, segment, i), with i fastest so that a warp reads consecutive addresses.
+__device__ __forceinline__ void line_coords(const Lines &a, uint64_t tid, uint64_t &o, uint64_t &sg, uint64_t &i) {
+    const uint64_t rest = a.d_inner.div(tid);
+    i = tid - rest * a.inner;
+    o = a.d_nseg.div(rest);
+    sg = rest - o * a.nseg;
+}
+
+// XCarry: the input is the in-tile x-prefix (add the tile carries on the fly, rank 2 and 3's first pass).
+template <bool XCarry>
+__device__ __forceinline__ uint32_t load_q(const uint32_t *__restrict__ q, const uint2 *__restrict__ xc, uint64_t idx) {
+    if constexpr (XCarry) return x_prefix(q, xc, idx);
+    else return q[idx];
+}
+
+template <bool XCarry>
+__global__ void k_segment_sums(const uint32_t *__restrict__ q, const uint2 *__restrict__ xc, Lines a,
+                               uint32_t *__restrict__ sums) {
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= a.outer * a.nseg * a.inner) return;
+    uint64_t o, sg, i;
+    line_coords(a, tid, o, sg, i);
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    uint64_t idx = (o * a.L + l0) * a.inner + i;
+    uint32_t acc = 0;
+#pragma unroll 8
+    for (uint64_t l = l0; l < l1; ++l, idx += a.inner) acc += load_q<XCarry>(q, xc, idx);
+    sums[(o * a.inner + i) * a.nseg + sg] = acc;
+}
+
+// Exclusive scan of each line's nseg segment sums, in place; one block per line.
+__global__ void __launch_bounds__(256) k_line_scan(uint32_t *__restrict__ sums, uint64_t nseg) {
+    using Scan = cub::BlockScan<uint32_t, 256>;
+    __shared__ typename Scan::TempStorage tmp;
+    uint32_t *s = sums + (uint64_t)blockIdx.x * nseg;
+    uint32_t carry = 0;
+    for (uint64_t base = 0; base < nseg; base += 256) {
+        const uint64_t j = base + threadIdx.x;
+        const uint32_t v = j < nseg ? s[j] : 0u;
+        uint32_t ex, total;
+        Scan(tmp).ExclusiveSum(v, ex, total);
+        if (j < nseg) s[j] = carry + ex;
+        carry += total;
+        __syncthreads();
+    }
+}
+
+// Rescans each segment from its carry: in place (u32), or, on the last axis, straight into dequantized values.
+template <typename T, bool Final, bool XCarry>
+__global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restrict__ xc, Lines a,
+                                const uint32_t *__restrict__ carries, T *__restrict__ out, double twoeb) {
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= a.outer * a.nseg * a.inner) return;
+    uint64_t o, sg, i;
+    line_coords(a, tid, o, sg, i);
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    uint64_t idx = (o * a.L + l0) * a.inner + i;
+    uint32_t acc = a.nseg > 1 ? carries[(o * a.inner + i) * a.nseg + sg] : 0u;
+#pragma unroll 4
+    for (uint64_t l = l0; l < l1; ++l, idx += a.inner) {
+        acc += load_q<XCarry>(q, xc, idx);
+        if constexpr (Final) out[idx] = dequantize<T>((int32_t)acc, twoeb);
+        else q[idx] = acc;
+    }
+}
+
+// Rank 1: the x-prefix is the whole prefix sum.
+template <typename T>
+__global__ void k_finish_1d(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, uint64_t n, double twoeb,
+                            T *__restrict__ out) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = dequantize<T>((int32_t)x_prefix(local, xc, i), twoeb);
+}
+
+// ---- exceptions --------------------------------------------------------------------------------------------------
+
+// M = running xor of the edge bits: prefix xor inside the word, flipped when the edges before it are odd.
+__global__ void k_mask(const uint32_t *__restrict__ E, const uint32_t *__restrict__ edges_before, uint64_t nwords,
+                       uint64_t n, uint32_t *__restrict__ M, uint32_t *__restrict__ cntM, uint32_t *__restrict__ err) {
+    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= nwords) return;
+    const uint32_t e = E[w];
+    const uint32_t valid = low_bits(valid_bits(w, n));
+    if (e & ~valid) set_error(err, kErrEdgeBits);
+    uint32_t m = e;
+    m ^= m << 1;
+    m ^= m << 2;
+    m ^= m << 4;
+    m ^= m << 8;
+    m ^= m << 16;
+    if (edges_before[w] & 1) m = ~m;
+    m &= valid;
+    M[w] = m;
+    cntM[w] = __popc(m);
+}
+
+// Change bits: none past k, the first one set; counts per word for the run ranks.
+__global__ void k_change_check(const uint32_t *__restrict__ C, uint64_t nwords, uint64_t k, uint32_t *__restrict__ cnt,
+                               uint32_t *__restrict__ err) {
+    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= nwords) return;
+    const uint32_t c = C[w];
+    const uint32_t valid = low_bits(valid_bits(w, k));
+    if ((c & ~valid) || (w == 0 && !(c & 1u))) set_error(err, kErrChangeBits);
+    cnt[w] = __popc(c & valid);
+}
+
+__global__ void k_expect_total(const uint32_t *__restrict__ off, const uint32_t *__restrict__ cnt, uint64_t n,
+                               uint64_t expected, uint32_t bit, uint32_t *__restrict__ err) {
+    if (threadIdx.x != 0) return;
+    const uint64_t total = n ? (uint64_t)off[n - 1] + cnt[n - 1] : 0;
+    if (total != expected) set_error(err, bit);
+}
+
+// One thread per value: an exception gets its rank j among exceptions (offset of its mask word + rank in the
+// word), its run r = (ones of C in [0, j]) - 1, and the value of run r.
+template <typename T>
+__global__ void k_scatter(const uint32_t *__restrict__ M, const uint32_t *__restrict__ offM, uint64_t n, uint64_t k,
+                          const uint32_t *__restrict__ C, const uint32_t *__restrict__ offR, uint64_t runs,
+                          const uint8_t *__restrict__ values, T *__restrict__ out, uint32_t *__restrict__ err) {
+    using U = typename FloatBits<T>::U;
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint32_t m = M[i >> 5];
+    const int bit = (int)(i & 31);
+    if (!((m >> bit) & 1)) return;
+    const uint64_t j = (uint64_t)offM[i >> 5] + __popc(m & low_bits(bit));
+    if (j >= k) {
+        set_error(err, kErrEdgeBits);
+        return;
+    }
+    const uint64_t ones = (uint64_t)offR[j >> 5] + __popc(C[j >> 5] & low_bits((int)(j & 31) + 1));
+    if (ones == 0 || ones > runs) {
+        set_error(err, kErrChangeBits);
+        return;
+    }
+    const uint8_t *src = values + (ones - 1) * sizeof(T);
+    U u = 0;
+#pragma unroll
+    for (int b = 0; b < (int)sizeof(T); ++b) u |= (U)src[b] << (8 * b);
+    out[i] = from_bits<T>(u);
+}
+
+// ---- host driver -------------------------------------------------------------------------------------------------
+
+inline std::string error_text(uint32_t e) {
+    std::string s = "corrupt stream (GPU decoder):";
+    if (e & kErrCodeBlocks) s += " code block flags do not match the count;";
+    if (e & kErrPadding) s += " non-zero padding codes;";
+    if (e & kErrEscapes) s += " escape codes do not match the escape count;";
+    if (e & kErrEdgeSparse) s += " exception edge mask blocks inconsistent;";
+    if (e & kErrEdgeBits) s += " exception edge mask inconsistent with the exception count;";
+    if (e & kErrChangeSparse) s += " exception change-bit blocks inconsistent;";
+    if (e & kErrChangeBits) s += " exception change bits inconsistent with the run count;";
+    s.pop_back();
+    return s;
+}
+
+template <typename T>
+void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+                 bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+    const uint64_t n = h.shape.n;
+    const uint64_t len = h.payload_bytes();
+    const bool raw = (h.flags & kFlagRaw) != 0;
+    const bool dst_aligned = (reinterpret_cast<uintptr_t>(dst) % sizeof(T)) == 0;
+
+    if (raw && !src_on_device && !dst_on_device) {  // host to host: nothing for the GPU to do
+        std::memcpy(dst, src_payload, (size_t)(n * sizeof(T)));
+        return;
+    }
+
+    const uint64_t ntiles = raw ? 0 : code_tiles(n);
+    const uint64_t k = h.exceptions;
+    const uint64_t nb_edge = div_up(div_up(n, 8), kBlockBytes), ng_edge = div_up(nb_edge, 32);
+    const uint64_t nw_mask = div_up(n, 32);
+    const uint64_t nb_change = div_up(div_up(k, 8), kBlockBytes), ng_change = div_up(nb_change, 32);
+    const uint64_t nw_change = 4 * nb_change;
+    const uint64_t target = (uint64_t)c.sm_count * 2048;
+    const int rank = h.shape.rank;
+    const uint64_t nx = h.shape.nx(), ny = h.shape.ny(), nz = h.shape.nz();
+    // Rank 2: y lines (1 x ny x nx). Rank 3: y lines (nz x ny x nx), then z lines (1 x nz x ny*nx).
+    const Lines ly = make_lines(rank == 3 ? nz : 1, ny, nx, target);
+    const Lines lz = make_lines(1, nz, nx * ny, target);
+    auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
+    const uint64_t nsums = raw ? 0 : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
+
+    size_t scan_bytes = 0;
+    auto need = [&](size_t b) { scan_bytes = std::max(scan_bytes, b); };
+    if (!raw) {
+        size_t tb = 0;
+        exclusive_sum(nullptr, tb, nullptr, nullptr, ntiles, s);
+        need(tb);
+        tb = 0;
+        exclusive_segmented_sum(nullptr, tb, nullptr, nullptr, ntiles, s);
+        need(tb);
+        if (k)
+            for (uint64_t m : {ng_edge, nw_mask, ng_change, nw_change}) {
+                tb = 0;
+                exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+                need(tb);
+            }
+    }
+
+    struct {
+        uint8_t *payload;
+        uint32_t *cnt, *off, *esc_cnt, *esc_off, *first_head, *q, *sums, *err, *crcs;
+        uint2 *tail, *carry, *xc;
+        T *out;
+        uint32_t *flagE, *cntE, *offE, *E, *cntP, *offP, *M, *cntM, *offM;
+        uint32_t *flagC, *cntC, *offC, *C, *cntR, *offR;
+        void *temp;
+    } b{};
+    const bool own_out = !dst_on_device || !dst_aligned;
+    auto carve = [&](Carver &cv) {
+        b.payload = cv.take<uint8_t>(len + 16);
+        b.err = cv.take<uint32_t>(1);
+        b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
+        b.out = own_out ? cv.take<T>(n) : nullptr;
+        if (raw) return;
+        b.cnt = cv.take<uint32_t>(ntiles);
+        b.off = cv.take<uint32_t>(ntiles);
+        b.esc_cnt = cv.take<uint32_t>(ntiles);
+        b.esc_off = cv.take<uint32_t>(ntiles);
+        b.first_head = cv.take<uint32_t>(ntiles);
+        b.tail = cv.take<uint2>(ntiles);
+        b.carry = cv.take<uint2>(ntiles);
+        b.xc = cv.take<uint2>(ntiles);
+        b.q = cv.take<uint32_t>(n);
+        b.sums = cv.take<uint32_t>(nsums);
+        if (k) {
+            b.flagE = cv.take<uint32_t>(ng_edge);
+            b.cntE = cv.take<uint32_t>(ng_edge);
+            b.offE = cv.take<uint32_t>(ng_edge);
+            b.E = cv.take<uint32_t>(4 * nb_edge);
+            b.cntP = cv.take<uint32_t>(nw_mask);
+            b.offP = cv.take<uint32_t>(nw_mask);
+            b.M = cv.take<uint32_t>(nw_mask);
+            b.cntM = cv.take<uint32_t>(nw_mask);
+            b.offM = cv.take<uint32_t>(nw_mask);
+            b.flagC = cv.take<uint32_t>(ng_change);
+            b.cntC = cv.take<uint32_t>(ng_change);
+            b.offC = cv.take<uint32_t>(ng_change);
+            b.C = cv.take<uint32_t>(nw_change);
+            b.cntR = cv.take<uint32_t>(nw_change);
+            b.offR = cv.take<uint32_t>(nw_change);
+        }
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
+    carve(cut);
+    T *out = own_out ? b.out : static_cast<T *>(dst);
+
+    // Payload into aligned device memory.
+    if (src_on_device) {
+        if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, s));
+    } else {
+        upload(c, b.payload, src_payload, len, s);
+    }
+    ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
+    const uint8_t *pay = b.payload;
+    auto seg = [&](int i) { return pay + h.seg[i].offset; };
+
+    if (verify_crc) {
+        timer.begin("crc");
+        piece_crcs(c, pay, len, b.crcs, s);
+        timer.end();
+    }
+    if (raw) {
+        if (len) ZB_CUDA(cudaMemcpyAsync(out, pay, len, cudaMemcpyDeviceToDevice, s));
+    } else {
+        size_t tb;
+        const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags));
+        const uint4 *blocks = reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks));
+        const uint64_t nnz = h.nonzero_code_blocks;
+        const FastDiv dx(nx);
+        timer.begin("tiles");
+        k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
+        ZB_LAUNCHED("k_tile_nnz");
+        tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
+        k_decode<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, blocks, nnz, b.cnt, b.off, ntiles, n, nx, dx,
+                                                          h.escapes, b.q, b.first_head, b.tail, b.esc_cnt, b.err);
+        ZB_LAUNCHED("k_decode");
+        if (h.escapes) {
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.esc_cnt, b.esc_off, ntiles, s);
+            k_patch_escapes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(
+                flags, blocks, nnz, b.off, b.esc_cnt, b.esc_off, ntiles, n, nx, dx,
+                reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.q, b.tail, b.err);
+            ZB_LAUNCHED("k_patch_escapes");
+        }
+        // Carries of the x-prefix between tiles.
+        tb = scan_bytes;
+        exclusive_segmented_sum(b.temp, tb, b.tail, b.carry, ntiles, s);
+        k_pack_carries<<<grid_for(ntiles, 256), 256, 0, s>>>(b.first_head, b.carry, ntiles, b.xc);
+        ZB_LAUNCHED("k_pack_carries");
+        timer.end();
+
+        // The rest of the N-D inclusive prefix sum (y, then z), the last pass fused with dequantization.
+        const double twoeb = 2.0 * h.eb;
+        timer.begin("prefix");
+        if (rank == 1) {
+            k_finish_1d<T><<<grid_for(n, 256), 256, 0, s>>>(b.q, b.xc, n, twoeb, out);
+            ZB_LAUNCHED("k_finish_1d");
+        } else {
+            // x_carry: this pass reads the in-tile x-prefix and adds the tile carries.
+            auto pass = [&](const Lines &a, bool final_pass, bool x_carry) {
+                const uint64_t threads = a.outer * a.nseg * a.inner;
+                const unsigned grid = grid_for(threads, 256);
+                if (a.nseg > 1) {
+                    if (x_carry) k_segment_sums<true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
+                    else k_segment_sums<false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
+                    ZB_LAUNCHED("k_segment_sums");
+                    k_line_scan<<<(unsigned)(a.outer * a.inner), 256, 0, s>>>(b.sums, a.nseg);
+                    ZB_LAUNCHED("k_line_scan");
+                }
+                if (final_pass && x_carry)
+                    k_segment_apply<T, true, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
+                else if (final_pass)
+                    k_segment_apply<T, true, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
+                else
+                    k_segment_apply<T, false, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
+                ZB_LAUNCHED("k_segment_apply");
+            };
+            pass(ly, rank == 2, true);
+            if (rank == 3) pass(lz, true, false);
+        }
+        timer.end();
+
+        if (k) {
+            timer.begin("exceptions");
+            // Edge mask -> exception mask M and each exception's rank.
+            sparse_read_flags(seg(kSegEdgeFlags), nb_edge, b.flagE, b.cntE, b.err, kErrEdgeSparse, s);
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cntE, b.offE, ng_edge, s);
+            sparse_expand(b.flagE, b.cntE, b.offE, nb_edge, seg(kSegEdgeBlocks), h.seg[kSegEdgeBlocks].length / 16,
+                          div_up(n, 8), b.E, b.err, kErrEdgeSparse, s);
+            popcount_words(b.E, nw_mask, b.cntP, s);
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cntP, b.offP, nw_mask, s);
+            k_mask<<<grid_for(nw_mask, 256), 256, 0, s>>>(b.E, b.offP, nw_mask, n, b.M, b.cntM, b.err);
+            ZB_LAUNCHED("k_mask");
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cntM, b.offM, nw_mask, s);
+            k_expect_total<<<1, 32, 0, s>>>(b.offM, b.cntM, nw_mask, k, kErrEdgeBits, b.err);
+            ZB_LAUNCHED("k_expect_total");
+            // Change bits -> run rank of each exception.
+            sparse_read_flags(seg(kSegChangeFlags), nb_change, b.flagC, b.cntC, b.err, kErrChangeSparse, s);
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cntC, b.offC, ng_change, s);
+            sparse_expand(b.flagC, b.cntC, b.offC, nb_change, seg(kSegChangeBlocks),
+                          h.seg[kSegChangeBlocks].length / 16, div_up(k, 8), b.C, b.err, kErrChangeSparse, s);
+            k_change_check<<<grid_for(nw_change, 256), 256, 0, s>>>(b.C, nw_change, k, b.cntR, b.err);
+            ZB_LAUNCHED("k_change_check");
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cntR, b.offR, nw_change, s);
+            k_expect_total<<<1, 32, 0, s>>>(b.offR, b.cntR, nw_change, h.runs, kErrChangeBits, b.err);
+            ZB_LAUNCHED("k_expect_total");
+            k_scatter<T><<<grid_for(n, 256), 256, 0, s>>>(b.M, b.offM, n, k, b.C, b.offR, h.runs,
+                                                               seg(kSegExceptionValues), out, b.err);
+            ZB_LAUNCHED("k_scatter");
+            timer.end();
+        }
+    }
+
+    // Error word and piece CRCs back to the host; the values only once they are known to be good.
+    uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
+    ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
+    std::vector<uint32_t> crcs(verify_crc ? (size_t)piece_count(len) : 0);
+    if (!crcs.empty()) ZB_CUDA(cudaMemcpyAsync(crcs.data(), b.crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    if (verify_crc) {
+        const uint32_t crc = crcs.empty() ? 0u : crc32c(crcs.data(), 4 * crcs.size());
+        if (crc != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
+    }
+    if (*err_host) fail(ZB_ERR_CORRUPT, error_text(*err_host));
+    if (!dst_on_device) {
+        download(c, dst, out, n * sizeof(T), s);
+    } else if (own_out) {
+        ZB_CUDA(cudaMemcpyAsync(dst, out, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+    }
+}
+
+}  // namespace
+}  // namespace dec
+
+template <typename T>
+void decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+    dec::decode_impl<T>(c, h, src_payload, src_on_device, dst, dst_on_device, verify_crc, s, timer);
+}
+
+}  // namespace gpu
+}  // namespace zb

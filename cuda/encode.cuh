@@ -1,0 +1,696 @@
+// The fast encoder on the GPU (docs/FORMAT.md sections 3-6). Kernel bodies and the host-side driver, templated on
+// the value type T (float, double) and, for the kernels that predict, on the rank (1, 2, 3). encode_f32.cu and
+// encode_f64.cu instantiate it.
+//
+// Flow of one call (device memory throughout; "sync" = the host waits for the stream):
+//   REL only: min/max over finite non-fill values -> sync -> derive_abs_bound (host, core/)
+//   k_quantize: q = quantized integer of every value (exactly once; zb::quantize) and the exception mask words
+//   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, neighbours by warp shuffles) + 16-bit codes +
+//             bitshuffle (warp ballots) + zero-block flags (written straight into segment 0) + per-tile counts
+//   CUB exclusive scan of the per-tile counts -> sync (counts of blocks, escapes, exceptions)
+//   only if exceptions: gather their values, edge mask, change bits, their sparse flags and counts -> sync
+//   fast_layout (host) and the raw-passthrough decision; then the segments are written at their final offsets:
+//   sparse copy of code blocks, escapes, edge and change masks, run values; CRC-32C of each 64 KiB piece
+//   download (or device copy) of the payload, header written on the host with the combined payload checksum.
+#pragma once
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "gpu_device.cuh"
+#include "gpu_internal.h"
+#include "zb_cpu.h"
+#include "zb_crc32c.h"
+#include "zb_gpu_ops.h"
+#include "zb_lorenzo.h"
+#include "zb_quant.h"
+
+namespace zb {
+namespace gpu {
+namespace enc {
+// Internal linkage: this header is compiled once per value type (decode_f32.cu, decode_f64.cu, ...), and the
+// type-independent kernels must not clash at link time.
+namespace {
+
+// ---- value range (REL) -------------------------------------------------------------------------------------------
+
+// Maps a double to an unsigned key with the same order (negative values reversed), so that min/max reduce with
+// integer atomics. Finite values never map to 0 or ~0, which therefore serve as "empty" markers.
+__device__ __forceinline__ unsigned long long order_key(double d) {
+    const unsigned long long u = (unsigned long long)__double_as_longlong(d);
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+inline double key_to_double(unsigned long long k) {
+    const unsigned long long u = (k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFull) : ~k;
+    double d;
+    std::memcpy(&d, &u, 8);
+    return d;
+}
+
+struct MinOp {
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
+};
+struct MaxOp {
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a > b ? a : b; }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys) {
+    using U = typename FloatBits<T>::U;
+    using Reduce = cub::BlockReduce<unsigned long long, 256>;
+    __shared__ typename Reduce::TempStorage tmp;
+    unsigned long long lo = ~0ull, hi = 0ull;
+    const U fill = (U)fill_bits;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const T v = x[i];
+        if (!isfinite(v) || (has_fill && bits_of(v) == fill)) continue;
+        const unsigned long long k = order_key((double)v);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    lo = Reduce(tmp).Reduce(lo, MinOp());
+    __syncthreads();
+    hi = Reduce(tmp).Reduce(hi, MaxOp());
+    if (threadIdx.x == 0) {
+        atomicMin(&keys[0], lo);
+        atomicMax(&keys[1], hi);
+    }
+}
+
+// ---- quantization ------------------------------------------------------------------------------------------------
+
+// q for every value (0 for an exception) and the exception mask M, one ballot per 32 consecutive values. Each
+// value is quantized exactly once; the Lorenzo kernels then work on integers only. The grid covers whole tiles so
+// that every mask word, padding included, is written.
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, uint32_t *__restrict__ q,
+           uint32_t *__restrict__ mwords) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    bool exc = false;
+    if (i < n) {
+        int32_t qi;
+        exc = !quantize<T>(x[i], qp, qi);
+        q[i] = (uint32_t)qi;
+    }
+    const uint32_t mw = __ballot_sync(kFullMask, exc);
+    if ((threadIdx.x & 31) == 0) mwords[i >> 5] = mw;
+}
+
+// ---- prediction --------------------------------------------------------------------------------------------------
+
+// Coordinates (z, y, x) of linear index i.
+template <int Rank>
+__device__ __forceinline__ void coords(const Dims &dm, uint64_t i, int64_t &z, int64_t &y, int64_t &xx) {
+    if constexpr (Rank == 1) {
+        z = 0;
+        y = 0;
+        xx = (int64_t)i;
+    } else {
+        const uint64_t row = dm.dx.div(i);
+        xx = (int64_t)(i - row * dm.nx);
+        if constexpr (Rank == 2) {
+            z = 0;
+            y = (int64_t)row;
+        } else {
+            const uint64_t zz = dm.dy.div(row);
+            z = (int64_t)zz;
+            y = (int64_t)(row - zz * dm.ny);
+        }
+    }
+}
+
+// The 2^Rank quantized integers a Lorenzo delta needs, named by offsets (dz dy dx): n000 is the point itself, n001
+// its x-1 neighbour, and so on; 0 where the neighbour is outside the array.
+struct Neighbours {
+    uint32_t n000 = 0, n001 = 0, n010 = 0, n011 = 0, n100 = 0, n101 = 0, n110 = 0, n111 = 0;
+};
+
+// The delta at (z, y, x) through the shared zb::lorenzo_delta. Its qat() asks for (z - dz, y - dy, x - dx); after
+// inlining the offsets are constants and each call becomes a register.
+template <int Rank>
+__device__ __forceinline__ int32_t delta_from(const Neighbours &nb, int64_t z, int64_t y, int64_t xx) {
+    auto qat = [&](int64_t zz, int64_t yy, int64_t xq) -> uint32_t {
+        const bool dz = zz != z, dy = yy != y, dx = xq != xx;
+        return dz ? (dy ? (dx ? nb.n111 : nb.n110) : (dx ? nb.n101 : nb.n100))
+                  : (dy ? (dx ? nb.n011 : nb.n010) : (dx ? nb.n001 : nb.n000));
+    };
+    return lorenzo_delta<Rank>(z, y, xx, qat);
+}
+
+// The neighbours of (z, y, x) = linear index i, loaded directly (used where no warp shuffle can help).
+template <int Rank>
+__device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict__ q, const Dims &dm, uint64_t i,
+                                                      int64_t z, int64_t y, int64_t xx) {
+    Neighbours nb;
+    const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+    nb.n000 = q[i];
+    if (xx > 0) nb.n001 = q[i - 1];
+    if constexpr (Rank >= 2) {
+        if (y > 0) {
+            nb.n010 = q[i - nx];
+            if (xx > 0) nb.n011 = q[i - nx - 1];
+        }
+    }
+    if constexpr (Rank == 3) {
+        if (z > 0) {
+            nb.n100 = q[i - nxy];
+            if (xx > 0) nb.n101 = q[i - nxy - 1];
+            if (y > 0) {
+                nb.n110 = q[i - nxy - nx];
+                if (xx > 0) nb.n111 = q[i - nxy - nx - 1];
+            }
+        }
+    }
+    return nb;
+}
+
+// ---- the fused tile kernel ---------------------------------------------------------------------------------------
+
+// One block of 256 threads per tile of 2048 codes. Warp w handles the 8 groups ("rounds") of 32 consecutive codes
+// g = 8w .. 8w+7, lane l the code 32g + l of each.
+// Phase A issues every load of the 8 rounds before any is used, so that they are in flight together: each lane's
+// own q and those at y-1, z-1, (z-1, y-1). Phase B computes the codes: the x-1 neighbours come from the lane to the
+// left (warp shuffle), and for lane 0 from lane 31 of the previous round (only round 0's lane 0 loads them).
+// For each round, 16 ballots give word g of the 16 bit planes (lane p keeps plane p); the shuffled tile is
+// assembled in shared memory, then each thread tests one 16-byte block.
+// Outputs: flags (segment 0 of the payload, 8 words per tile), dense[tile * 256 + block] for non-zero blocks only,
+// counts[tile] = {non-zero blocks, escapes, exceptions, 0}.
+template <int Rank>
+__global__ void __launch_bounds__(kTileThreads)
+k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, uint4 *__restrict__ dense,
+         uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+    __shared__ uint4 tile4[kTileWords / 4];
+    __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
+    uint32_t *tile = reinterpret_cast<uint32_t *>(tile4);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t t = blockIdx.x;
+    const uint64_t i0 = t * kTileCodes + (uint64_t)warp * 256 + lane;
+    const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+
+    // ---- phase A: loads
+    uint32_t a[8], up[8], bk[8], bu[8];  // q at (z,y,x), (z,y-1,x), (z-1,y,x), (z-1,y-1,x); 0 outside
+    uint32_t valid = 0, xzero = 0;       // bit r: round r's value exists / has x == 0
+    int64_t z, y, xx;
+    coords<Rank>(dm, i0, z, y, xx);
+    const bool y0_pos = y > 0, z0_pos = z > 0;  // round 0's coordinates, for lane 0's own loads below
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        const uint64_t i = i0 + 32 * (uint64_t)r;
+        a[r] = up[r] = bk[r] = bu[r] = 0;
+        if (i < dm.n) {
+            valid |= 1u << r;
+            if (xx == 0) xzero |= 1u << r;
+            a[r] = q[i];
+            if constexpr (Rank >= 2) {
+                if (y > 0) up[r] = q[i - nx];
+            }
+            if constexpr (Rank == 3) {
+                if (z > 0) {
+                    bk[r] = q[i - nxy];
+                    if (y > 0) bu[r] = q[i - nxy - nx];
+                }
+            }
+        }
+        xx += 32;  // next round: 32 values further in C order
+        if constexpr (Rank >= 2) {
+            while (xx >= (int64_t)nx) {
+                xx -= (int64_t)nx;
+                if constexpr (Rank == 3) {
+                    if (++y == (int64_t)dm.ny) {
+                        y = 0;
+                        ++z;
+                    }
+                } else {
+                    ++y;
+                }
+            }
+        }
+    }
+    // x-1 neighbours of lane 0 in round 0 (index i0 - 1), loaded only where they exist.
+    uint32_t la = 0, lu = 0, lb = 0, lbu = 0;
+    if (lane == 0 && (valid & 1) && !(xzero & 1)) {
+        la = q[i0 - 1];
+        if constexpr (Rank >= 2) lu = y0_pos ? q[i0 - nx - 1] : 0u;
+        if constexpr (Rank == 3) {
+            lb = z0_pos ? q[i0 - nxy - 1] : 0u;
+            lbu = (z0_pos && y0_pos) ? q[i0 - nxy - nx - 1] : 0u;
+        }
+    }
+    // Exceptions of the warp's 8 groups: lanes 0..7 count one mask word each.
+    const uint32_t exc = __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
+
+    // ---- phase B: codes and bit planes
+    uint32_t esc = 0;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        Neighbours nb;
+        nb.n000 = a[r];
+        nb.n010 = up[r];
+        nb.n100 = bk[r];
+        nb.n110 = bu[r];
+        // From lane l-1 (index i-1); lane 0 takes lane 31 of the previous round (also index i-1).
+        nb.n001 = __shfl_up_sync(kFullMask, a[r], 1);
+        const uint32_t pa = r ? __shfl_sync(kFullMask, a[r > 0 ? r - 1 : 0], 31) : la;
+        if (lane == 0) nb.n001 = pa;
+        if constexpr (Rank >= 2) {
+            nb.n011 = __shfl_up_sync(kFullMask, up[r], 1);
+            const uint32_t pu = r ? __shfl_sync(kFullMask, up[r > 0 ? r - 1 : 0], 31) : lu;
+            if (lane == 0) nb.n011 = pu;
+        }
+        if constexpr (Rank == 3) {
+            nb.n101 = __shfl_up_sync(kFullMask, bk[r], 1);
+            nb.n111 = __shfl_up_sync(kFullMask, bu[r], 1);
+            const uint32_t pb = r ? __shfl_sync(kFullMask, bk[r > 0 ? r - 1 : 0], 31) : lb;
+            const uint32_t pbu = r ? __shfl_sync(kFullMask, bu[r > 0 ? r - 1 : 0], 31) : lbu;
+            if (lane == 0) {
+                nb.n101 = pb;
+                nb.n111 = pbu;
+            }
+        }
+        if ((xzero >> r) & 1) nb.n001 = nb.n011 = nb.n101 = nb.n111 = 0;
+        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for (rank 1 and 2
+        // pass literal 0 for the coordinates they lack).
+        const uint32_t code = ((valid >> r) & 1) ? delta_to_code(delta_from<Rank>(nb, 0, 0, 0)) : 0u;
+        const int g = warp * 8 + r;
+        uint32_t mine = 0;
+#pragma unroll
+        for (int p = 0; p < 16; ++p) {
+            const uint32_t b = __ballot_sync(kFullMask, (code >> p) & 1u);
+            if (lane == p) mine = b;
+        }
+        if (lane < 16) tile[lane * kPlaneWords + g] = mine;
+        esc += __popc(__ballot_sync(kFullMask, code == kEscapeCode));
+    }
+    if (lane == 0) {
+        w_esc[warp] = esc;
+        w_exc[warp] = exc;
+    }
+    __syncthreads();
+    const uint4 v = tile4[threadIdx.x];
+    const bool nz = any_bits(v);
+    const uint32_t fw = __ballot_sync(kFullMask, nz);
+    if (nz) dense[t * 256 + threadIdx.x] = v;  // zero blocks are never read back: skip their stores
+    if (lane == 0) {
+        flags[t * kTileFlagWords + warp] = fw;
+        w_nnz[warp] = __popc(fw);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint4 c = make_uint4(0, 0, 0, 0);
+        for (int w = 0; w < 8; ++w) {
+            c.x += w_nnz[w];
+            c.y += w_esc[w];
+            c.z += w_exc[w];
+        }
+        counts[t] = c;
+    }
+}
+
+// ---- escapes -----------------------------------------------------------------------------------------------------
+
+// Tiles with escapes recompute their deltas and append the escaped ones, in index order, at the tile's offset.
+template <int Rank>
+__global__ void __launch_bounds__(kTileThreads)
+k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ counts, const uint4 *__restrict__ offs,
+          int32_t *__restrict__ out) {
+    using Scan = cub::BlockScan<uint32_t, kTileThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t t = blockIdx.x;
+    if (counts[t].y == 0) return;
+    uint64_t run = offs[t].y;
+    for (int r = 0; r < 8; ++r) {
+        const uint64_t i = t * kTileCodes + (uint64_t)r * kTileThreads + threadIdx.x;
+        int32_t d = 0;
+        uint32_t f = 0;
+        if (i < dm.n) {
+            int64_t z, y, xx;
+            coords<Rank>(dm, i, z, y, xx);
+            d = delta_from<Rank>(load_neighbours<Rank>(q, dm, i, z, y, xx), z, y, xx);
+            f = delta_to_code(d) == kEscapeCode;
+        }
+        uint32_t pos, total;
+        Scan(tmp).ExclusiveSum(f, pos, total);
+        if (f) out[run + pos] = d;
+        run += total;
+        __syncthreads();  // tmp is reused by the next round
+    }
+}
+
+// ---- exceptions --------------------------------------------------------------------------------------------------
+
+// Exception values in index order: V[offset of the tile + rank in the tile] = bits of x. 256 threads per tile,
+// 8 consecutive values each (one byte of a mask word); ranks from a block scan of the per-thread counts.
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads)
+k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords, const uint4 *__restrict__ counts,
+                    const uint4 *__restrict__ offs, typename FloatBits<T>::U *__restrict__ V) {
+    using Scan = cub::BlockScan<uint32_t, kTileThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t t = blockIdx.x;
+    if (counts[t].z == 0) return;
+    const int j = threadIdx.x;
+    const uint32_t m8 = (mwords[t * 64 + (j >> 2)] >> ((j & 3) * 8)) & 0xFFu;  // values e .. e+7
+    uint32_t rank, unused;
+    Scan(tmp).ExclusiveSum((uint32_t)__popc(m8), rank, unused);
+    uint64_t pos = (uint64_t)offs[t].z + rank;
+    const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if ((m8 >> k) & 1) V[pos++] = bits_of(x[e + k]);
+}
+
+// Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared.
+__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E) {
+    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= nwords) return;
+    const uint32_t m = M[w];
+    const uint32_t prev = w ? (M[w - 1] >> 31) : 0u;
+    E[w] = (m ^ ((m << 1) | prev)) & low_bits(valid_bits(w, n));
+}
+
+// Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, zero past k), with popcounts.
+template <typename U>
+__global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwords, uint32_t *__restrict__ C,
+                              uint32_t *__restrict__ cnt) {
+    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if ((j >> 5) >= nwords) return;  // whole warp
+    const bool c = j < k && (j == 0 || V[j] != V[j - 1]);
+    const uint32_t fw = __ballot_sync(kFullMask, c);
+    if ((threadIdx.x & 31) == 0) {
+        C[j >> 5] = fw;
+        cnt[j >> 5] = __popc(fw);
+    }
+}
+
+// Run values: V[j] for each j with C[j] = 1, at its rank, little-endian (segment 7 is byte-aligned).
+template <typename U>
+__global__ void k_runs(const U *__restrict__ V, uint64_t k, const uint32_t *__restrict__ C,
+                       const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst) {
+    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= k) return;
+    const uint32_t w = C[j >> 5];
+    const int bit = (int)(j & 31);
+    if (!((w >> bit) & 1)) return;
+    const uint64_t pos = (uint64_t)offR[j >> 5] + __popc(w & low_bits(bit));
+    const U v = V[j];
+    uint8_t *o = dst + pos * sizeof(U);
+#pragma unroll
+    for (int b = 0; b < (int)sizeof(U); ++b) o[b] = (uint8_t)(v >> (8 * b));
+}
+
+// ---- host driver -------------------------------------------------------------------------------------------------
+
+inline Dims make_dims(const Shape &s) {
+    Dims d;
+    d.n = s.n;
+    d.nx = s.nx();
+    d.ny = s.ny();
+    d.nz = s.nz();
+    d.dx = FastDiv(d.nx);
+    d.dy = FastDiv(d.ny);
+    return d;
+}
+
+inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
+                          const Dims &dm, uint4 *dense, uint32_t *flags, uint4 *counts) {
+    switch (rank) {
+        case 1: k_encode<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
+        case 2: k_encode<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
+        default: k_encode<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
+    }
+    ZB_LAUNCHED("k_encode");
+}
+
+inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const Dims &dm,
+                           const uint4 *counts, const uint4 *offs, int32_t *out) {
+    switch (rank) {
+        case 1: k_escapes<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
+        case 2: k_escapes<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
+        default: k_escapes<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
+    }
+    ZB_LAUNCHED("k_escapes");
+}
+
+// Copies `count` 64-bit results from device memory to the context's pinned scratch and waits for them.
+inline const unsigned long long *fetch_totals(Context &c, const unsigned long long *d, int count, cudaStream_t s) {
+    ZB_CUDA(cudaMemcpyAsync(c.host_small, d, sizeof(unsigned long long) * count, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    return reinterpret_cast<const unsigned long long *>(c.host_small);
+}
+
+[[noreturn]] inline void too_small(size_t need) {
+    fail(ZB_ERR_BUFFER_TOO_SMALL, "output buffer too small: " + std::to_string(need) + " bytes needed");
+}
+
+// Finishes a stream whose payload (payload_len bytes at d_payload, device) is complete: payload checksum from the
+// GPU piece CRCs, header on the host, both delivered to `out`. Returns the stream length.
+inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uint32_t *d_crcs,
+                            const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
+    const uint64_t len = h.payload_bytes();
+    const size_t hb = h.header_bytes();
+    timer.begin("crc");
+    piece_crcs(c, d_payload, len, d_crcs, s);
+    timer.end();
+    std::vector<uint32_t> crcs((size_t)piece_count(len));
+    if (!crcs.empty())
+        ZB_CUDA(cudaMemcpyAsync(crcs.data(), d_crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    if (out.on_device) {
+        if (len) ZB_CUDA(cudaMemcpyAsync(out.ptr + hb, d_payload, len, cudaMemcpyDeviceToDevice, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+    } else {
+        download(c, out.ptr + hb, d_payload, len, s);  // synchronizes, so crcs is ready too
+        ZB_CUDA(cudaStreamSynchronize(s));
+    }
+    // CRC over the little-endian piece CRCs (the host is little-endian; zb_bytes.h checks).
+    h.payload_crc = crcs.empty() ? 0u : crc32c(crcs.data(), 4 * crcs.size());
+    if (out.on_device) {
+        uint8_t *hdr = c.host_small;  // pinned, 4 KiB >= any header
+        write_header(h, hdr);
+        ZB_CUDA(cudaMemcpyAsync(out.ptr, hdr, hb, cudaMemcpyHostToDevice, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+    } else {
+        write_header(h, out.ptr);
+    }
+    return hb + (size_t)len;
+}
+
+template <typename T>
+size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *d_x_in, const T *h_x,
+                   const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
+    using U = typename FloatBits<T>::U;
+    const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
+    const uint64_t n = shape.n;
+    const uint64_t ntiles = code_tiles(n);
+    const size_t raw_bytes = raw_stream_bytes(dtype, n);
+
+    // ---- main arena: input (host API), tile buffers, payload, scan temporaries
+    size_t scan_bytes = 0;
+    exclusive_sum4(nullptr, scan_bytes, nullptr, nullptr, ntiles, s);
+    struct {
+        T *x;
+        uint32_t *q;
+        uint4 *dense;
+        uint32_t *mwords;
+        uint4 *counts, *offs;
+        unsigned long long *scratch;  // [0..1] range keys, [2..7] totals
+        uint8_t *payload;
+        uint32_t *crcs;
+        void *temp;
+    } b{};
+    auto carve = [&](Carver &cv) {
+        b.x = d_x_in ? nullptr : cv.take<T>(n);
+        b.q = cv.take<uint32_t>(n);
+        b.dense = cv.take<uint4>(ntiles * 256);
+        b.mwords = cv.take<uint32_t>(ntiles * 64);
+        b.counts = cv.take<uint4>(ntiles);
+        b.offs = cv.take<uint4>(ntiles);
+        b.scratch = cv.take<unsigned long long>(8);
+        b.payload = cv.take<uint8_t>(raw_bytes);
+        b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
+    carve(cut);
+    const T *x = d_x_in;
+    if (!x) {
+        upload(c, b.x, h_x, n * sizeof(T), s);
+        x = b.x;
+    }
+
+    Header h;
+    h.dtype = dtype;
+    h.shape = shape;
+    h.mode = p.mode;
+    h.bound = p.bound;
+
+    // ---- 1. the absolute bound
+    bool has_range = false;
+    double vmin = 0, vmax = 0;
+    if (p.mode == ZB_MODE_REL) {
+        ZB_CUDA(cudaMemsetAsync(b.scratch, 0xFF, 8, s));
+        ZB_CUDA(cudaMemsetAsync(b.scratch + 1, 0, 8, s));
+        const unsigned grid = (unsigned)std::min<uint64_t>((n + 255) / 256, (uint64_t)c.sm_count * 8);
+        timer.begin("range");
+        k_range<T><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, b.scratch);
+        ZB_LAUNCHED("k_range");
+        timer.end();
+        const unsigned long long *keys = fetch_totals(c, b.scratch, 2, s);
+        if (keys[0] != ~0ull) {
+            has_range = true;
+            vmin = key_to_double(keys[0]);
+            vmax = key_to_double(keys[1]);
+        }
+    }
+    h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
+    const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
+    const Dims dm = make_dims(shape);
+
+    // ---- 2. codes, flags, masks and per-tile counts
+    timer.begin("quantize");
+    uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
+    k_quantize<T><<<(unsigned)(ntiles * (kTileCodes / 256)), 256, 0, s>>>(x, n, qp, b.q, b.mwords);
+    ZB_LAUNCHED("k_quantize");
+    timer.end();
+    timer.begin("encode");
+    launch_encode(shape.rank, ntiles, s, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
+    exclusive_sum4(b.temp, scan_bytes, b.counts, b.offs, ntiles, s);
+    {
+        const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
+        const uint32_t *cnt = reinterpret_cast<const uint32_t *>(b.counts);
+        const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 1, cnt + 1, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}};
+        scan_totals(t, 3, b.scratch + 2, s);
+    }
+    timer.end();
+    {
+        const unsigned long long *tot = fetch_totals(c, b.scratch + 2, 3, s);
+        h.nonzero_code_blocks = tot[0];
+        h.escapes = tot[1];
+        h.exceptions = tot[2];
+    }
+
+    // ---- 3. exceptions: values, edge mask, change bits (sizes depend on their count k)
+    const uint64_t k = h.exceptions;
+    const uint64_t nb_edge = div_up(div_up(n, 8), kBlockBytes), ng_edge = div_up(nb_edge, 32);
+    const uint64_t nb_change = div_up(div_up(k, 8), kBlockBytes), ng_change = div_up(nb_change, 32);
+    const uint64_t nw_change = 4 * nb_change;
+    struct {
+        U *V;
+        uint32_t *E, *flagE, *cntE, *offE;
+        uint32_t *C, *cntR, *offR, *flagC, *cntC, *offC;
+        void *temp;
+    } e{};
+    size_t ex_scan_bytes = 0;
+    uint64_t edge_nnz = 0, change_nnz = 0, runs = 0;
+    if (k) {
+        for (uint64_t m : {ng_edge, nw_change, ng_change}) {
+            size_t tb = 0;
+            exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+            ex_scan_bytes = std::max(ex_scan_bytes, tb);
+        }
+        auto carve_ex = [&](Carver &cv) {
+            e.V = cv.take<U>(k);
+            e.E = cv.take<uint32_t>(ntiles * 64);
+            e.flagE = cv.take<uint32_t>(ng_edge);
+            e.cntE = cv.take<uint32_t>(ng_edge);
+            e.offE = cv.take<uint32_t>(ng_edge);
+            e.C = cv.take<uint32_t>(nw_change);
+            e.cntR = cv.take<uint32_t>(nw_change);
+            e.offR = cv.take<uint32_t>(nw_change);
+            e.flagC = cv.take<uint32_t>(ng_change);
+            e.cntC = cv.take<uint32_t>(ng_change);
+            e.offC = cv.take<uint32_t>(ng_change);
+            e.temp = cv.take<uint8_t>(ex_scan_bytes);
+        };
+        Carver m2;
+        carve_ex(m2);
+        Carver cut2{c.arena[kArenaExceptions].reserve(m2.used)};
+        carve_ex(cut2);
+
+        timer.begin("exceptions");
+        k_gather_exceptions<T><<<(unsigned)ntiles, kTileThreads, 0, s>>>(x, b.mwords, b.counts, b.offs, e.V);
+        ZB_LAUNCHED("k_gather_exceptions");
+        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(b.mwords, ntiles * 64, n, e.E);
+        ZB_LAUNCHED("k_edges");
+        sparse_flags(e.E, nb_edge, e.flagE, e.cntE, s);
+        size_t tb = ex_scan_bytes;
+        exclusive_sum(e.temp, tb, e.cntE, e.offE, ng_edge, s);
+        k_change_bits<U><<<grid_for(nw_change * 32, 256), 256, 0, s>>>(e.V, k, nw_change, e.C, e.cntR);
+        ZB_LAUNCHED("k_change_bits");
+        tb = ex_scan_bytes;
+        exclusive_sum(e.temp, tb, e.cntR, e.offR, nw_change, s);
+        sparse_flags(e.C, nb_change, e.flagC, e.cntC, s);
+        tb = ex_scan_bytes;
+        exclusive_sum(e.temp, tb, e.cntC, e.offC, ng_change, s);
+        const ScanTotal t[3] = {{e.offE, e.cntE, ng_edge, 1}, {e.offC, e.cntC, ng_change, 1},
+                                {e.offR, e.cntR, nw_change, 1}};
+        scan_totals(t, 3, b.scratch + 5, s);
+        timer.end();
+        const unsigned long long *tot = fetch_totals(c, b.scratch + 5, 3, s);
+        edge_nnz = tot[0];
+        change_nnz = tot[1];
+        runs = tot[2];
+    }
+
+    // ---- 4. layout, raw-passthrough decision
+    h.predictor = 1;
+    h.encoder = 1;
+    h.runs = runs;
+    fast_layout(h, edge_nnz, change_nnz);
+    const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
+    if (total >= raw_bytes) {
+        if (out.capacity < raw_bytes) too_small(raw_bytes);
+        if (!out.on_device) return write_raw_stream(h, h_x, out.ptr, resolve_threads(p.threads));
+        // Device API: the same stream as write_raw_stream, with the payload checksum computed on the GPU.
+        Header r = h;
+        r.predictor = 0;
+        r.encoder = 0;
+        r.flags = kFlagRaw;
+        r.escapes = r.exceptions = r.runs = r.nonzero_code_blocks = 0;
+        r.nsegments = 1;
+        r.seg[0].offset = 0;
+        r.seg[0].length = n * sizeof(T);
+        return finish_stream(c, r, reinterpret_cast<const uint8_t *>(x), b.crcs, out, s, timer);
+    }
+    if (out.capacity < total) too_small(total);
+
+    // ---- 5. segments at their final offsets
+    uint8_t *pay = b.payload;
+    auto seg = [&](int i) { return pay + h.seg[i].offset; };
+    timer.begin("segments");
+    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
+                reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegCodeBlocks), s);
+    if (h.escapes)
+        launch_escapes(shape.rank, ntiles, s, b.q, dm, b.counts, b.offs,
+                          reinterpret_cast<int32_t *>(seg(kSegEscapes)));
+    if (k) {
+        ZB_CUDA(cudaMemcpyAsync(seg(kSegEdgeFlags), e.flagE, h.seg[kSegEdgeFlags].length, cudaMemcpyDeviceToDevice, s));
+        sparse_copy(e.E, nb_edge, e.flagE, e.offE, 1, 1, seg(kSegEdgeBlocks), s);
+        ZB_CUDA(cudaMemcpyAsync(seg(kSegChangeFlags), e.flagC, h.seg[kSegChangeFlags].length,
+                                cudaMemcpyDeviceToDevice, s));
+        sparse_copy(e.C, nb_change, e.flagC, e.offC, 1, 1, seg(kSegChangeBlocks), s);
+        k_runs<U><<<grid_for(k, 256), 256, 0, s>>>(e.V, k, e.C, e.offR, seg(kSegExceptionValues));
+        ZB_LAUNCHED("k_runs");
+    } else {
+        ZB_CUDA(cudaMemsetAsync(seg(kSegEdgeFlags), 0, h.seg[kSegEdgeFlags].length, s));
+    }
+    timer.end();
+    return finish_stream(c, h, pay, b.crcs, out, s, timer);
+}
+
+}  // namespace
+}  // namespace enc
+
+template <typename T>
+size_t encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x, const StreamTarget &out,
+              cudaStream_t s, KernelTimer &timer) {
+    return enc::encode_impl<T>(c, p, shape, d_x, h_x, out, s, timer);
+}
+
+}  // namespace gpu
+}  // namespace zb

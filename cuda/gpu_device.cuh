@@ -1,0 +1,88 @@
+// Device-side helpers shared by the encoder and decoder kernels.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+
+namespace zb {
+namespace gpu {
+
+constexpr uint32_t kFullMask = 0xFFFFFFFFu;
+constexpr int kTileThreads = 256;     // one block per 2048-code tile, 8 codes per thread
+constexpr int kTileWords = 1024;      // 4096 bytes of a shuffled tile as 32-bit words
+constexpr int kPlaneWords = 64;       // one bit plane: 2048 bits
+constexpr int kTileFlagWords = 8;     // 256 zero-block flags per tile
+
+// Division by a fixed divisor without a 64-bit integer divide: a double-precision estimate of the quotient, off by
+// at most one for dividends below 2^50, then one exact correction step.
+struct FastDiv {
+    uint64_t d = 1;
+    double inv = 1.0;
+    FastDiv() = default;
+    __host__ __device__ explicit FastDiv(uint64_t divisor) : d(divisor), inv(1.0 / (double)divisor) {}
+    __device__ __forceinline__ uint64_t div(uint64_t a) const {
+        uint64_t q = (uint64_t)__dmul_rn((double)a, inv);
+        const int64_t r = (int64_t)(a - q * d);
+        if (r < 0) --q;
+        else if (r >= (int64_t)d) ++q;
+        return q;
+    }
+};
+
+// The folded shape as kernels see it (rank 1: ny = nz = 1; rank 2: nz = 1).
+struct Dims {
+    uint64_t n, nx, ny, nz;
+    FastDiv dx, dy;
+};
+
+// Bits of the per-call error word set by the decoder's kernels; see error_text() in decode.cuh.
+enum DecodeError : uint32_t {
+    kErrCodeBlocks = 1u << 0,   // code block flags disagree with the stored block count
+    kErrPadding = 1u << 1,      // a padding code of the last tile is not zero
+    kErrEscapes = 1u << 2,      // escape codes disagree with the escape count
+    kErrEdgeSparse = 1u << 3,   // edge-mask flags / blocks inconsistent
+    kErrEdgeBits = 1u << 4,     // edge-mask bits past the end, or exception count mismatch
+    kErrChangeSparse = 1u << 5, // change-bit flags / blocks inconsistent
+    kErrChangeBits = 1u << 6,   // change bits past the end, first bit not set, or run count mismatch
+};
+
+__device__ __forceinline__ void set_error(uint32_t *err, uint32_t bit) { atomicOr(err, bit); }
+
+// 16-byte store to an address of any alignment (segments after the escape list are byte-aligned).
+__device__ __forceinline__ void store16(uint8_t *dst, uint4 v) {
+    if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+        *reinterpret_cast<uint4 *>(dst) = v;
+        return;
+    }
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+}
+
+// 16-byte load from an address of any alignment.
+__device__ __forceinline__ uint4 load16(const uint8_t *src) {
+    if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) return *reinterpret_cast<const uint4 *>(src);
+    uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) w[i >> 2] |= (uint32_t)src[i] << (8 * (i & 3));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ bool any_bits(uint4 v) { return (v.x | v.y | v.z | v.w) != 0; }
+
+// Bits [0, k) set (k in 0..32).
+__device__ __forceinline__ uint32_t low_bits(int k) { return k >= 32 ? kFullMask : ((1u << k) - 1u); }
+
+// Number of valid bits in 32-bit word w of a bit string of `nbits` bits.
+__device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
+    const uint64_t start = w * 32;
+    return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
+}
+
+// Launch configuration for a flat grid of `threads` threads in blocks of `block`.
+inline unsigned grid_for(uint64_t threads, unsigned block) {
+    const uint64_t g = (threads + block - 1) / block;
+    return (unsigned)(g ? g : 1);
+}
+
+}  // namespace gpu
+}  // namespace zb

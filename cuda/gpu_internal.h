@@ -1,0 +1,191 @@
+// Host-side plumbing of the CUDA backend: errors, the per-process context (device, stream, grow-only device
+// arenas, pinned staging buffers, timing events), and the entry points that the .cu files share.
+// Only .cu files include this (it needs the CUDA runtime headers).
+#pragma once
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include "zb_format.h"
+#include "zb_quant.h"
+#include "zbound.h"
+
+namespace zb {
+namespace gpu {
+
+// ---- errors ------------------------------------------------------------------------------------------------------
+
+// Thrown inside the backend; the entry points in gpu_ops.cu catch it and return `status` with `msg`.
+struct Failure {
+    zb_status status;
+    std::string msg;
+};
+
+[[noreturn]] void fail(zb_status status, const std::string &msg);
+
+// Throws Failure(ZB_ERR_GPU, "<what>: <CUDA error text>") when `e` is not cudaSuccess.
+void check(cudaError_t e, const char *what);
+
+#define ZB_CUDA(call) ::zb::gpu::check((call), #call)
+// After a kernel launch: catches bad launch configurations (and earlier asynchronous errors).
+#define ZB_LAUNCHED(name) ::zb::gpu::check(cudaGetLastError(), "launch of " name)
+
+// ---- device memory -----------------------------------------------------------------------------------------------
+
+// One grow-only device allocation. reserve() only ever grows it (freeing the old block, whose contents are lost),
+// so steady-state calls do no cudaMalloc at all.
+class Arena {
+public:
+    Arena() = default;
+    Arena(const Arena &) = delete;
+    Arena &operator=(const Arena &) = delete;
+    ~Arena();
+    uint8_t *reserve(size_t bytes);
+    size_t capacity() const { return cap_; }
+
+private:
+    uint8_t *ptr_ = nullptr;
+    size_t cap_ = 0;
+};
+
+// Hands out 256-byte aligned pieces of one arena. With base == nullptr it only measures, so a caller runs its
+// carving code twice: once to learn the size, once (after Arena::reserve) to get the pointers.
+struct Carver {
+    uint8_t *base = nullptr;
+    size_t used = 0;
+    template <typename U> U *take(uint64_t count) {
+        used = (used + 255) & ~(size_t)255;
+        U *p = base ? reinterpret_cast<U *>(base + used) : nullptr;
+        used += (size_t)count * sizeof(U);
+        return p;
+    }
+};
+
+// ---- context -----------------------------------------------------------------------------------------------------
+
+constexpr int kArenaMain = 0;        // inputs, codes, counts, stream / payload, scan temporaries
+constexpr int kArenaExceptions = 1;  // compress: buffers sized by the exception count, known only mid-call
+constexpr int kArenaCount = 2;
+constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
+
+struct Context {
+    int device = -1;
+    int sm_count = 0;
+    cudaStream_t stream = nullptr;   // internal stream of the host API
+    std::mutex mu;                   // one call at a time per process (guards arenas, staging, events)
+    Arena arena[kArenaCount];
+    // Two pinned staging buffers: the host copies into one while the DMA engine drains the other.
+    uint8_t *pinned[2] = {nullptr, nullptr};
+    cudaEvent_t pinned_done[2] = {nullptr, nullptr};
+    size_t pinned_bytes = 0;
+    cudaEvent_t timer[2 * kTimerEvents] = {};
+    // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
+    uint32_t *d_crc = nullptr;
+    // Small pinned scratch for device-to-host results (totals, error flags).
+    uint8_t *host_small = nullptr;
+};
+
+// The process-wide context, created on first use (thread-safe). Throws Failure when no GPU can be used.
+Context &context();
+// True when context() would succeed. Never throws; `why` gets the reason when false.
+bool try_context(std::string *why);
+
+// Staged copies between pageable host memory and the device on `s` (both return when the copy is complete).
+void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream_t s);
+void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
+
+// Accumulates the time of bracketed kernel regions with CUDA events; seconds() synchronizes on the events. With
+// ZBOUND_GPU_TIMING set in the environment, seconds() also prints each named region's time to stderr.
+class KernelTimer {
+public:
+    KernelTimer(Context &c, cudaStream_t s) : c_(c), s_(s) {}
+    void begin(const char *name);
+    void end();
+    double seconds();
+
+private:
+    Context &c_;
+    cudaStream_t s_;
+    int used_ = 0;
+    bool open_ = false;
+    const char *names_[kTimerEvents] = {};
+};
+
+// ---- shared pieces implemented in separate .cu files ---------------------------------------------------------------
+
+// CRC-32C of every 64 KiB piece of `payload` (device memory) into d_out[ceil(len / 64 KiB)].
+void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s);
+inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
+// Builds the device CRC tables (called once by the context).
+void init_crc_tables(Context &c);
+
+// CUB scans over 32-bit unsigned values (sums wrap mod 2^32). Same two-phase protocol as CUB: with temp ==
+// nullptr they only set temp_bytes.
+void exclusive_sum(void *temp, size_t &temp_bytes, const uint32_t *in, uint32_t *out, uint64_t n, cudaStream_t s);
+// Element-wise exclusive sum of uint4 counters (x, y, z, w summed separately).
+void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n, cudaStream_t s);
+// Exclusive scan of (head, value) pairs where a head restarts the running sum: out[i].y is the sum of the values
+// since the last head before i (the carries of the x prefix sum between tiles).
+void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,
+                             cudaStream_t s);
+
+// ---- bit strings and the zero-block sparse pass (sparse_gpu.cu) ----------------------------------------------------
+// A "block" is 16 bytes = 4 words; flags are 1 bit per block, 32 blocks per flag word, LSB first.
+
+// Encoder: flag word and popcount for every group of 32 blocks of `words` (nblocks blocks, zero padded).
+void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts, cudaStream_t s);
+// Encoder: copies every flagged block to dst + 16 * (its rank among flagged blocks). The rank of the first block of
+// each "unit" of `groups_per_unit` flag words is unit_off[unit * unit_stride].
+void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
+                 int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s);
+// Decoder: reads flag bytes (any alignment) into flag words with their popcounts; flag bits at or past `nblocks`
+// set `errbit` in *err.
+void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,
+                       uint32_t *err, uint32_t errbit, cudaStream_t s);
+// Decoder: expands `nstored` stored blocks into words[4 * nblocks] (zeros where the flag is 0). `off` is the
+// exclusive scan of `counts`. Checks that exactly nstored blocks are flagged and that the bytes of the last block
+// past `string_bytes` are zero.
+void sparse_expand(const uint32_t *flagwords, const uint32_t *counts, const uint32_t *off, uint64_t nblocks,
+                   const uint8_t *blocks, uint64_t nstored, uint64_t string_bytes, uint32_t *words, uint32_t *err,
+                   uint32_t errbit, cudaStream_t s);
+// out[i] = popcount(words[i]).
+void popcount_words(const uint32_t *words, uint64_t nwords, uint32_t *out, cudaStream_t s);
+// totals[j] = off[j][n[j] - 1] + cnt[j][n[j] - 1] (0 when n[j] == 0), for j < count (count <= 4). `stride` is the
+// distance in words between consecutive entries (4 to read one lane of a uint4 array).
+struct ScanTotal {
+    const uint32_t *off = nullptr, *cnt = nullptr;
+    uint64_t n = 0;
+    int stride = 1;
+};
+void scan_totals(const ScanTotal *t, int count, unsigned long long *totals, cudaStream_t s);
+
+// ---- the codec, per value type (encode.cuh / decode.cuh, instantiated in encode_*.cu / decode_*.cu) ---------------
+
+// Where a compressed stream goes: a host buffer (host API) or a device buffer (device API).
+struct StreamTarget {
+    bool on_device = false;
+    uint8_t *ptr = nullptr;
+    size_t capacity = 0;
+};
+
+// Compresses n values at d_x (device memory; the host API uploads first, h_x is then the original host copy used
+// for a raw-passthrough stream, else nullptr). Writes the complete stream to `out` and returns its length.
+template <typename T>
+size_t encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
+              const StreamTarget &out, cudaStream_t s, KernelTimer &timer);
+
+// Decodes a stream whose header h was validated by read_header. The payload (h.payload_bytes() bytes) is in host
+// or device memory, and so is dst (n values). Raw-passthrough streams are copied. verify_crc: check the payload
+// checksum on the GPU (the host API's read_header has already checked it on the CPU). Throws
+// Failure(ZB_ERR_CORRUPT) on inconsistent data; dst is only written when the data are consistent, except on the
+// device path where dst may be partly written.
+template <typename T>
+void decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer);
+
+// Largest n the GPU path takes: per-tile offsets and counts are 32-bit.
+constexpr uint64_t kMaxValues = (1ull << 32) - 4096;
+
+}  // namespace gpu
+}  // namespace zb

@@ -1,0 +1,161 @@
+// zb::gpu_ops(): the CUDA backend's entry points as core/ calls them (core/internal/zb_gpu_ops.h).
+// Each entry point takes the context lock, runs the codec, and turns every failure into a status and a message;
+// no exception leaves this file.
+#include <chrono>
+#include <cstring>
+#include <new>
+#include "gpu_internal.h"
+#include "zb_gpu_ops.h"
+
+namespace zb {
+namespace {
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void fill_stats(zb_run_stats *st, double kernel, double t0, size_t in, size_t out) {
+    if (!st) return;
+    st->backend_used = ZB_BACKEND_GPU;
+    st->kernel_seconds = kernel;
+    st->total_seconds = now_seconds() - t0;
+    st->bytes_in = in;
+    st->bytes_out = out;
+}
+
+// Runs f(); converts failures. After a failure the stream is drained (errors ignored) so that no queued work of
+// this call still uses the arenas when the next call starts.
+template <typename F> zb_status guarded(std::string &msg, cudaStream_t *stream, F &&f) {
+    auto drain = [&] {
+        if (stream && *stream) (void)cudaStreamSynchronize(*stream);
+        (void)cudaGetLastError();  // clear a non-sticky error so later calls start clean
+    };
+    try {
+        return f();
+    } catch (const gpu::Failure &e) {
+        drain();
+        msg = e.msg;
+        return e.status;
+    } catch (const std::bad_alloc &) {
+        drain();
+        msg = "out of host memory";
+        return ZB_ERR_NOMEM;
+    } catch (const std::exception &e) {
+        drain();
+        msg = std::string("internal error in the CUDA backend: ") + e.what();
+        return ZB_ERR_INTERNAL;
+    }
+}
+
+zb_status too_large(std::string &msg, uint64_t n) {
+    msg = "the CUDA backend takes at most " + std::to_string(gpu::kMaxValues) + " values per call, got " +
+          std::to_string(n);
+    return ZB_ERR_UNSUPPORTED;
+}
+
+bool available() { return gpu::try_context(nullptr); }
+
+zb_status compress_host(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, void *dst,
+                        size_t dst_capacity, size_t *dst_len, zb_run_stats *stats, std::string &msg) {
+    const double t0 = now_seconds();
+    if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
+    cudaStream_t s = nullptr;
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        s = c.stream;
+        gpu::KernelTimer timer(c, s);
+        const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
+        size_t len;
+        if (dtype == ZB_F64)
+            len = gpu::encode<double>(c, p, shape, nullptr, static_cast<const double *>(src), out, s, timer);
+        else
+            len = gpu::encode<float>(c, p, shape, nullptr, static_cast<const float *>(src), out, s, timer);
+        *dst_len = len;
+        fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * (dtype == ZB_F64 ? 8 : 4), len);
+        return ZB_OK;
+    });
+}
+
+zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run_stats *stats, std::string &msg) {
+    const double t0 = now_seconds();
+    if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
+    cudaStream_t s = nullptr;
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        s = c.stream;
+        gpu::KernelTimer timer(c, s);
+        const uint8_t *payload = src + h.header_bytes();
+        // The payload checksum was verified by read_header on the host.
+        if (h.dtype == ZB_F64) gpu::decode<double>(c, h, payload, false, dst, false, false, s, timer);
+        else gpu::decode<float>(c, h, payload, false, dst, false, false, s, timer);
+        fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(),
+                   (size_t)h.shape.n * h.value_bytes());
+        return ZB_OK;
+    });
+}
+
+zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src, const Shape &shape, void *d_dst,
+                          size_t dst_capacity, size_t *dst_len, void *stream, zb_run_stats *stats, std::string &msg) {
+    const double t0 = now_seconds();
+    if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
+    const size_t vb = dtype == ZB_F64 ? 8 : 4;
+    if (reinterpret_cast<uintptr_t>(d_src) % vb) {
+        msg = "device source array is not aligned to its value size";
+        return ZB_ERR_INVALID_ARG;
+    }
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        gpu::KernelTimer timer(c, s);
+        const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
+        size_t len;
+        if (dtype == ZB_F64) len = gpu::encode<double>(c, p, shape, static_cast<const double *>(d_src), nullptr, out, s, timer);
+        else len = gpu::encode<float>(c, p, shape, static_cast<const float *>(d_src), nullptr, out, s, timer);
+        *dst_len = len;
+        fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * vb, len);
+        return ZB_OK;
+    });
+}
+
+zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, size_t dst_capacity, void *stream,
+                            zb_run_stats *stats, std::string &msg) {
+    const double t0 = now_seconds();
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        gpu::KernelTimer timer(c, s);
+        // The header is parsed on the host: copy at most the largest header there is.
+        const size_t max_header = kHeaderFixedBytes + 16 * kMaxSegments + 8;
+        const size_t hcopy = src_len < max_header ? src_len : max_header;
+        uint8_t *hdr = c.host_small;
+        std::memset(hdr, 0, max_header);
+        if (hcopy) ZB_CUDA(cudaMemcpyAsync(hdr, d_src, hcopy, cudaMemcpyDeviceToHost, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+        Header h;
+        if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
+        if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
+        const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
+        if (dst_capacity < out_bytes) {
+            msg = "destination holds " + std::to_string(dst_capacity) + " bytes, the stream decodes to " +
+                  std::to_string(out_bytes);
+            return ZB_ERR_BUFFER_TOO_SMALL;
+        }
+        const uint8_t *payload = d_src + h.header_bytes();
+        if (h.dtype == ZB_F64) gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+        else gpu::decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+        fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
+        return ZB_OK;
+    });
+}
+
+const GpuOps kOps = {available, compress_host, decompress_host, compress_device, decompress_device};
+
+}  // namespace
+
+const GpuOps *gpu_ops() { return &kOps; }
+
+}  // namespace zb

@@ -1,0 +1,158 @@
+// The zero-block sparse pass over bit strings held as 32-bit words (docs/FORMAT.md section 5), both directions,
+// plus small helpers (popcounts, totals of exclusive scans).
+#include "gpu_device.cuh"
+#include "gpu_internal.h"
+
+namespace zb {
+namespace gpu {
+namespace {
+
+constexpr unsigned kBlock = 256;
+
+__global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblocks, uint32_t *__restrict__ flagwords,
+                               uint32_t *__restrict__ counts) {
+    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t g = b >> 5;
+    if ((g << 5) >= nblocks) return;  // the whole warp is past the end
+    const bool nz = b < nblocks && any_bits(blocks[b]);
+    const uint32_t fw = __ballot_sync(kFullMask, nz);
+    if ((threadIdx.x & 31) == 0) {
+        flagwords[g] = fw;
+        counts[g] = __popc(fw);
+    }
+}
+
+__global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
+                              const uint32_t *__restrict__ unit_off, int unit_stride, int groups_per_unit,
+                              uint8_t *__restrict__ dst) {
+    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    const uint64_t g = b >> 5;
+    const int bit = (int)(b & 31);
+    const uint32_t fw = flagwords[g];
+    if (!((fw >> bit) & 1)) return;
+    const uint64_t unit = g / (uint64_t)groups_per_unit;
+    uint64_t rank = unit_off[unit * (uint64_t)unit_stride];
+    for (uint64_t gg = unit * (uint64_t)groups_per_unit; gg < g; ++gg) rank += __popc(flagwords[gg]);
+    rank += __popc(fw & low_bits(bit));
+    store16(dst + 16 * rank, blocks[b]);
+}
+
+__global__ void k_sparse_read_flags(const uint8_t *__restrict__ flag_bytes, uint64_t nblocks,
+                                    uint32_t *__restrict__ flagwords, uint32_t *__restrict__ counts,
+                                    uint32_t *__restrict__ err, uint32_t errbit) {
+    const uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t ngroups = (nblocks + 31) / 32;
+    if (g >= ngroups) return;
+    const uint64_t nbytes = (nblocks + 7) / 8;
+    uint32_t fw = 0;
+    for (int k = 0; k < 4; ++k)
+        if (4 * g + k < nbytes) fw |= (uint32_t)flag_bytes[4 * g + k] << (8 * k);
+    const uint32_t valid = low_bits(valid_bits(g, nblocks));
+    if (fw & ~valid) set_error(err, errbit);
+    fw &= valid;
+    flagwords[g] = fw;
+    counts[g] = __popc(fw);
+}
+
+__global__ void k_sparse_expand(const uint32_t *__restrict__ flagwords, const uint32_t *__restrict__ counts,
+                                const uint32_t *__restrict__ off, uint64_t nblocks, const uint8_t *__restrict__ stored,
+                                uint64_t nstored, uint64_t string_bytes, uint4 *__restrict__ out,
+                                uint32_t *__restrict__ err, uint32_t errbit) {
+    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    const uint64_t ngroups = (nblocks + 31) / 32;
+    if (b == 0 && (uint64_t)off[ngroups - 1] + counts[ngroups - 1] != nstored) set_error(err, errbit);
+    const uint64_t g = b >> 5;
+    const int bit = (int)(b & 31);
+    const uint32_t fw = flagwords[g];
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if ((fw >> bit) & 1) {
+        const uint64_t rank = (uint64_t)off[g] + __popc(fw & low_bits(bit));
+        if (rank < nstored) {
+            v = load16(stored + 16 * rank);
+            if (b == nblocks - 1) {
+                // Bytes of the last block past the end of the string must be zero, as the encoder wrote them.
+                const uint64_t used = string_bytes - 16 * (nblocks - 1);  // 1..16
+                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+                for (uint64_t i = used; i < 16; ++i)
+                    if ((w[i >> 2] >> (8 * (i & 3))) & 0xFF) set_error(err, errbit);
+            }
+        } else {
+            set_error(err, errbit);
+        }
+    }
+    out[b] = v;
+}
+
+__global__ void k_popcount(const uint32_t *__restrict__ w, uint64_t n, uint32_t *__restrict__ out) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __popc(w[i]);
+}
+
+struct ScanTotals4 {
+    ScanTotal t[4];
+    int count;
+};
+
+__global__ void k_scan_totals(ScanTotals4 a, unsigned long long *totals) {
+    if (threadIdx.x != 0) return;
+    for (int j = 0; j < a.count; ++j) {
+        const ScanTotal &t = a.t[j];
+        const uint64_t last = (t.n - 1) * (uint64_t)t.stride;
+        totals[j] = t.n ? (unsigned long long)t.off[last] + t.cnt[last] : 0ull;
+    }
+}
+
+}  // namespace
+
+void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts, cudaStream_t s) {
+    if (!nblocks) return;
+    const uint64_t threads = (nblocks + 31) / 32 * 32;
+    k_sparse_flags<<<grid_for(threads, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
+                                                                 flagwords, counts);
+    ZB_LAUNCHED("k_sparse_flags");
+}
+
+void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
+                 int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
+    if (!nblocks) return;
+    k_sparse_copy<<<grid_for(nblocks, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
+                                                                flagwords, unit_off, unit_stride, groups_per_unit, dst);
+    ZB_LAUNCHED("k_sparse_copy");
+}
+
+void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,
+                       uint32_t *err, uint32_t errbit, cudaStream_t s) {
+    if (!nblocks) return;
+    k_sparse_read_flags<<<grid_for((nblocks + 31) / 32, kBlock), kBlock, 0, s>>>(flag_bytes, nblocks, flagwords,
+                                                                                   counts, err, errbit);
+    ZB_LAUNCHED("k_sparse_read_flags");
+}
+
+void sparse_expand(const uint32_t *flagwords, const uint32_t *counts, const uint32_t *off, uint64_t nblocks,
+                   const uint8_t *blocks, uint64_t nstored, uint64_t string_bytes, uint32_t *words, uint32_t *err,
+                   uint32_t errbit, cudaStream_t s) {
+    if (!nblocks) return;
+    k_sparse_expand<<<grid_for(nblocks, kBlock), kBlock, 0, s>>>(flagwords, counts, off, nblocks, blocks, nstored,
+                                                                  string_bytes, reinterpret_cast<uint4 *>(words), err,
+                                                                  errbit);
+    ZB_LAUNCHED("k_sparse_expand");
+}
+
+void popcount_words(const uint32_t *words, uint64_t nwords, uint32_t *out, cudaStream_t s) {
+    if (!nwords) return;
+    k_popcount<<<grid_for(nwords, kBlock), kBlock, 0, s>>>(words, nwords, out);
+    ZB_LAUNCHED("k_popcount");
+}
+
+void scan_totals(const ScanTotal *t, int count, unsigned long long *totals, cudaStream_t s) {
+    ScanTotals4 a{};
+    a.count = count;
+    for (int j = 0; j < count; ++j) a.t[j] = t[j];
+    k_scan_totals<<<1, 32, 0, s>>>(a, totals);
+    ZB_LAUNCHED("k_scan_totals");
+}
+
+}  // namespace gpu
+}  // namespace zb

@@ -1,0 +1,150 @@
+// Corrupted payloads through the GPU decoder. The payload and header checksums are recomputed after each change
+// ("resealed") so that the stream passes read_header and reaches the decoder's own consistency checks. For every
+// change the GPU decoder must answer exactly like the CPU decoder: the same error, or (when the change only alters
+// values) the same decoded array. Without resealing, the checksum must catch the change.
+#include <random>
+#include "gpu_test_util.h"
+#include "zb_bytes.h"
+#include "zb_crc32c.h"
+
+namespace {
+
+// Recomputes the payload checksum and the header CRC of a stream whose structure is intact.
+bool reseal(std::vector<uint8_t> &s) {
+    zb::Header h;
+    std::string msg;
+    if (zb::read_header(s.data(), s.size(), h, msg, false) != ZB_OK) return false;
+    const size_t hb = h.header_bytes();
+    zb::put_u32(&s[hb - 8], zb::payload_checksum(s.data() + hb, (size_t)h.payload_bytes(), 1));
+    zb::put_u32(&s[hb - 4], zb::crc32c(s.data(), hb - 4));
+    return true;
+}
+
+// A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
+template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
+    auto v = zbt::smooth_field<T>(dims, 0.01, seed, 5.0);
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 200) v[i] += (T)(((rng() & 1) ? 1 : -1) * 90.0);
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 500) {
+        const size_t len = 1 + rng() % 40;
+        const T val = (rng() & 1) ? std::numeric_limits<T>::quiet_NaN() : (T)1e30;
+        for (size_t j = i; j < std::min(v.size(), i + len); ++j) v[j] = val;
+    }
+    return v;
+}
+
+template <typename T> void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials) {
+    const auto data = busy_field<T>(dims, seed);
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_ABS;
+    p.bound = 1e-3;
+    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+    ASSERT_EQ(good.status, ZB_OK);
+    zb::Header h;
+    std::string msg;
+    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
+    ASSERT_FALSE(h.flags & zb::kFlagRaw) << "the test field must not be stored raw";
+    ASSERT_GT(h.escapes, 0u);
+    ASSERT_GT(h.exceptions, 0u);
+    const size_t hb = h.header_bytes();
+
+    std::mt19937 rng(seed);
+    std::vector<T> out_cpu(data.size()), out_gpu(data.size());
+    int errors = 0, same_values = 0;
+    for (int t = 0; t < trials; ++t) {
+        std::vector<uint8_t> s = good.bytes;
+        int seg;
+        do seg = (int)(rng() % h.nsegments); while (h.seg[seg].length == 0);
+        const int flips = 1 + (int)(rng() % 3);
+        std::string where = "segment " + std::to_string(seg) + " bytes";
+        for (int f = 0; f < flips; ++f) {
+            const size_t off = hb + h.seg[seg].offset + rng() % h.seg[seg].length;
+            s[off] ^= (uint8_t)(1 + rng() % 255);
+            where += " " + std::to_string(off - hb - h.seg[seg].offset);
+        }
+        // Unsealed, the payload checksum catches it (on the host, before any decoder runs).
+        EXPECT_EQ(zb_decompress(s.data(), s.size(), out_gpu.data(), out_gpu.size() * sizeof(T), ZB_BACKEND_GPU, nullptr),
+                  ZB_ERR_CORRUPT);
+        ASSERT_TRUE(reseal(s));
+        const zb_status sc = zb_decompress(s.data(), s.size(), out_cpu.data(), out_cpu.size() * sizeof(T), ZB_BACKEND_CPU, nullptr);
+        const zb_status sg = zb_decompress(s.data(), s.size(), out_gpu.data(), out_gpu.size() * sizeof(T), ZB_BACKEND_GPU, nullptr);
+        EXPECT_EQ(sc, sg) << where << "; GPU says: " << zb_last_error();
+        if (sc == ZB_OK && sg == ZB_OK) {
+            const size_t d = gput::first_value_difference(out_cpu, out_gpu);
+            EXPECT_EQ(d, data.size()) << where << ": decoders differ at value " << d;
+            ++same_values;
+        } else {
+            ++errors;
+        }
+        if (::testing::Test::HasFailure()) return;
+    }
+    std::printf("%d corruptions: %d rejected by both decoders, %d decoded identically\n", trials, errors, same_values);
+    EXPECT_GT(errors, 0);
+}
+
+TEST(GpuCorrupt, SameAnswerAsCpuF32) {
+    ZB_REQUIRE_GPU();
+    corrupt_and_compare<float>({97, 131}, 1, 400);
+    corrupt_and_compare<float>({9, 10, 300}, 2, 300);
+}
+
+TEST(GpuCorrupt, SameAnswerAsCpuF64) {
+    ZB_REQUIRE_GPU();
+    corrupt_and_compare<double>({20011}, 3, 400);
+}
+
+// Targeted: a non-zero padding code in the last tile; a code flag set on a zero block; an escape count off by one
+// between the tile codes and the list.
+TEST(GpuCorrupt, TargetedErrors) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> dims{1000};  // one tile, codes 1000..2047 are padding
+    auto data = busy_field<float>(dims, 9);
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_ABS;
+    p.bound = 1e-3;
+    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+    ASSERT_EQ(good.status, ZB_OK);
+    zb::Header h;
+    std::string msg;
+    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
+    const size_t hb = h.header_bytes();
+    std::vector<float> out(data.size());
+
+    // Flag of block 255 (plane 15, the codes 1920..2047, all padding) set, and one block stored in place of
+    // the first stored block: the block count still matches only if we also drop a flag; instead flip the flag
+    // of the last block on and the first set flag off.
+    std::vector<uint8_t> s = good.bytes;
+    uint8_t *flags = &s[hb + h.seg[zb::kSegCodeFlags].offset];
+    int first = -1;
+    for (int b = 0; b < 256 && first < 0; ++b)
+        if (flags[b / 8] >> (b % 8) & 1) first = b;
+    ASSERT_GE(first, 0);
+    if (!(flags[31] & 0x80)) {
+        flags[first / 8] &= (uint8_t)~(1u << (first % 8));
+        flags[31] |= 0x80;
+        ASSERT_TRUE(reseal(s));
+        EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT);
+        EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
+            << "padding codes";
+    }
+    // All code flags set: more blocks flagged than stored.
+    s = good.bytes;
+    for (uint64_t i = 0; i < h.seg[zb::kSegCodeFlags].length; ++i) s[hb + i] = 0xFF;
+    ASSERT_TRUE(reseal(s));
+    EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
+        << "block count";
+    // Exception change bits cleared: fewer runs than the header says.
+    s = good.bytes;
+    for (uint64_t i = 0; i < h.seg[zb::kSegChangeBlocks].length; ++i) s[hb + h.seg[zb::kSegChangeBlocks].offset + i] = 0;
+    ASSERT_TRUE(reseal(s));
+    EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
+        << "change bits";
+    // Edge mask blocks cleared: fewer exceptions than the header says.
+    s = good.bytes;
+    for (uint64_t i = 0; i < h.seg[zb::kSegEdgeBlocks].length; ++i) s[hb + h.seg[zb::kSegEdgeBlocks].offset + i] = 0;
+    ASSERT_TRUE(reseal(s));
+    EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
+        << "edge mask";
+}
+
+}  // namespace

@@ -1,0 +1,132 @@
+// The device-pointer API: zb_compress_device / zb_decompress_device give the CPU's bytes and values, on the default
+// stream and on a caller's stream, with unaligned stream buffers, raw passthrough, and errors for small buffers,
+// truncated and corrupted streams.
+#include "gpu_test_util.h"
+#if ZBOUND_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+#if ZBOUND_TEST_CUDA
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// A device buffer freed at scope exit.
+struct DevBuf {
+    uint8_t *p = nullptr;
+    explicit DevBuf(size_t bytes) { (void)cudaMalloc(reinterpret_cast<void **>(&p), bytes ? bytes : 1); }
+    ~DevBuf() { (void)cudaFree(p); }
+};
+
+template <typename T>
+void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, const zb_params &p, cudaStream_t stream,
+                size_t misalign, const std::string &what) {
+    SCOPED_TRACE(what);
+    const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+    ASSERT_EQ(ref.status, ZB_OK);
+    std::vector<T> ref_out(data.size());
+    ASSERT_EQ(zb_decompress(ref.bytes.data(), ref.bytes.size(), ref_out.data(), ref_out.size() * sizeof(T),
+                            ZB_BACKEND_CPU, nullptr),
+              ZB_OK);
+
+    const size_t vbytes = data.size() * sizeof(T);
+    const size_t cap = zb_compress_bound(zbt::dtype_of<T>(), data.size());
+    DevBuf src(vbytes), stream_buf(cap + misalign), out(vbytes + misalign);
+    CUDA_OK(cudaMemcpy(src.p, data.data(), vbytes, cudaMemcpyHostToDevice));
+    size_t len = 0;
+    zb_run_stats st{};
+    ASSERT_EQ(zb_compress_device(&p, zbt::dtype_of<T>(), src.p, (int)dims.size(), dims.data(), stream_buf.p + misalign,
+                                 cap, &len, stream, &st),
+              ZB_OK)
+        << zb_last_error();
+    EXPECT_EQ(st.backend_used, ZB_BACKEND_GPU);
+    std::vector<uint8_t> got(len);
+    CUDA_OK(cudaMemcpy(got.data(), stream_buf.p + misalign, len, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(got == ref.bytes) << "device stream differs from the CPU's: " << gput::first_difference(ref.bytes, got);
+
+    ASSERT_EQ(zb_decompress_device(stream_buf.p + misalign, len, out.p + misalign, vbytes, stream, &st), ZB_OK)
+        << zb_last_error();
+    std::vector<T> dec(data.size());
+    CUDA_OK(cudaMemcpy(dec.data(), out.p + misalign, vbytes, cudaMemcpyDeviceToHost));
+    const size_t d = gput::first_value_difference(ref_out, dec);
+    EXPECT_EQ(d, data.size()) << "device decode differs from the CPU's at value " << d;
+
+    // Errors: capacity, destination size, truncation, a corrupted payload (the GPU checks the payload checksum).
+    EXPECT_EQ(zb_compress_device(&p, zbt::dtype_of<T>(), src.p, (int)dims.size(), dims.data(), stream_buf.p, len - 1,
+                                 &len, stream, nullptr),
+              ZB_ERR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(zb_decompress_device(stream_buf.p + misalign, got.size(), out.p, vbytes - 1, stream, nullptr),
+              ZB_ERR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(zb_decompress_device(stream_buf.p + misalign, got.size() - 1, out.p, vbytes, stream, nullptr),
+              ZB_ERR_TRUNCATED);
+    EXPECT_EQ(zb_decompress_device(stream_buf.p + misalign, 50, out.p, vbytes, stream, nullptr), ZB_ERR_TRUNCATED);
+    std::vector<uint8_t> bad = got;
+    bad.back() ^= 0x10;
+    CUDA_OK(cudaMemcpy(stream_buf.p, bad.data(), bad.size(), cudaMemcpyHostToDevice));
+    EXPECT_EQ(zb_decompress_device(stream_buf.p, bad.size(), out.p, vbytes, stream, nullptr), ZB_ERR_CORRUPT)
+        << zb_last_error();
+    bad = got;
+    bad[20] ^= 1;  // header field: the header checksum catches it
+    CUDA_OK(cudaMemcpy(stream_buf.p, bad.data(), bad.size(), cudaMemcpyHostToDevice));
+    EXPECT_EQ(zb_decompress_device(stream_buf.p, bad.size(), out.p, vbytes, stream, nullptr), ZB_ERR_CORRUPT);
+}
+
+template <typename T> void device_api() {
+    cudaStream_t user = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
+    zb_params rel = zb_params_default();
+    rel.mode = ZB_MODE_REL;
+    rel.bound = 1e-3;
+    const std::vector<size_t> d2{513, 1025}, d3{17, 33, 65}, d1{5};
+    auto f2 = zbt::smooth_field<T>(d2, 0.01, 1, 3.0);
+    for (size_t i = 0; i < f2.size(); i += 97) f2[i] = std::numeric_limits<T>::quiet_NaN();
+    round_trip(f2, d2, rel, nullptr, 0, "2D, default stream");
+    round_trip(f2, d2, rel, user, 3, "2D, user stream, unaligned buffers");
+    round_trip(zbt::smooth_field<T>(d3, 0.0, 2, 0.0), d3, rel, user, 0, "3D");
+    round_trip(zbt::smooth_field<T>(d1, 0.0, 3, 0.0), d1, rel, user, 1, "5 values (raw passthrough)");
+    zb_params tight = zb_params_default();
+    tight.mode = ZB_MODE_ABS;
+    tight.bound = 1e-9;
+    round_trip(zbt::smooth_field<T>(d2, 1.0, 4, 0.0), d2, tight, user, 0, "noise (raw passthrough)");
+    EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
+}
+
+TEST(GpuDeviceApi, RoundTripF32) {
+    ZB_REQUIRE_GPU();
+    device_api<float>();
+}
+
+TEST(GpuDeviceApi, RoundTripF64) {
+    ZB_REQUIRE_GPU();
+    device_api<double>();
+}
+
+#else
+
+TEST(GpuDeviceApi, RoundTrip) {
+    ZB_REQUIRE_GPU();
+    GTEST_SKIP() << "no GPU: the tests were built without CUDA";
+}
+
+#endif
+
+// Where no GPU can be used the library still loads and says so cleanly.
+TEST(GpuAvailability, ReportsCleanly) {
+    const int a = zb_gpu_available();
+    EXPECT_TRUE(a == 0 || a == 1);
+    std::printf("zb_gpu_available() = %d\n", a);
+    if (!a) {
+        zb_params p = zb_params_default();
+        p.backend = ZB_BACKEND_GPU;
+        const float x[4] = {1, 2, 3, 4};
+        const size_t dims[1] = {4};
+        uint8_t buf[512];
+        size_t len = 0;
+        EXPECT_EQ(zb_compress(&p, ZB_F32, x, 1, dims, buf, sizeof buf, &len, nullptr), ZB_ERR_GPU);
+        p.backend = ZB_BACKEND_AUTO;
+        EXPECT_EQ(zb_compress(&p, ZB_F32, x, 1, dims, buf, sizeof buf, &len, nullptr), ZB_OK);
+    }
+}
+
+}  // namespace

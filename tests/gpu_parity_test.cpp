@@ -1,0 +1,230 @@
+// CPU/GPU parity on synthetic data: identical streams, identical decoded arrays in both directions, bound on every
+// value. Shapes of rank 1..4 including primes, unit dims and a single value; ABS and REL bounds; special values,
+// fill values, outliers, escapes, lossless and raw-passthrough streams.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <thread>
+#include "gpu_test_util.h"
+
+namespace {
+
+using Dims = std::vector<size_t>;
+
+size_t count_of(const Dims &d) {
+    size_t n = 1;
+    for (size_t v : d) n *= v;
+    return n;
+}
+
+std::string name_of(const char *kind, const Dims &d, const zb_params &p) {
+    std::string s = std::string(kind) + " dims";
+    for (size_t v : d) s += " " + std::to_string(v);
+    s += p.mode == ZB_MODE_ABS ? " abs " : " rel ";
+    s += std::to_string(p.bound);
+    return s;
+}
+
+zb_params params(zb_mode mode, double bound) {
+    zb_params p = zb_params_default();
+    p.mode = mode;
+    p.bound = bound;
+    return p;
+}
+
+const std::vector<Dims> kShapes = {{1},         {7},         {2048},        {2049},     {100003},  {1, 1},
+                                   {17, 31},    {1, 4099},   {4099, 1},     {256, 512}, {3, 5, 7}, {13, 1, 17},
+                                   {31, 37, 41}, {64, 64, 64}, {2, 3, 5, 7}, {5, 1, 11, 13}, {3, 2048, 3}};
+
+template <typename T> void smooth_and_noisy() {
+    ZB_REQUIRE_GPU();
+    uint32_t seed = 1;
+    for (const Dims &d : kShapes)
+        for (double noise : {0.0, 0.05})
+            for (zb_mode mode : {ZB_MODE_ABS, ZB_MODE_REL})
+                for (double b : {1e-2, 1e-3, 1e-4}) {
+                    const auto data = zbt::smooth_field<T>(d, noise, seed++, 100.0);
+                    const zb_params p = params(mode, b);
+                    gput::expect_parity(data, d, p, name_of(noise ? "noisy" : "smooth", d, p));
+                    if (::testing::Test::HasFatalFailure()) return;
+                }
+}
+TEST(GpuParity, SmoothAndNoisyF32) { smooth_and_noisy<float>(); }
+TEST(GpuParity, SmoothAndNoisyF64) { smooth_and_noisy<double>(); }
+
+// NaN (several payloads, both signs), +-Inf, -0.0, the fill value, in runs and isolated, at tile borders.
+template <typename T> std::vector<T> with_specials(const Dims &d, uint32_t seed, T fill) {
+    auto v = zbt::smooth_field<T>(d, 0.01, seed, -3.0);
+    using U = typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type;
+    std::mt19937 rng(seed);
+    const size_t n = v.size();
+    auto nan_with = [](U payload) {
+        U u = sizeof(T) == 8 ? (U)0x7FF0000000000000ull : (U)0x7F800000u;
+        u |= payload ? payload : 1;
+        T t;
+        std::memcpy(&t, &u, sizeof(T));
+        return t;
+    };
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(), nan_with(5),
+                          nan_with(12345), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                          (T)-0.0, fill};
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t r = rng() % 1000;
+        if (r < 20) v[i] = specials[rng() % 8];
+        else if (r < 25) v[i] = (T)0.0;
+    }
+    // A run of fill values and a run of one NaN across the first tile border.
+    for (size_t i = 1000; i < std::min(n, (size_t)1500); ++i) v[i] = fill;
+    for (size_t i = 2040; i < std::min(n, (size_t)2060); ++i) v[i] = specials[3];
+    if (n > 3) v[n - 1] = specials[0];
+    return v;
+}
+
+template <typename T> void specials() {
+    ZB_REQUIRE_GPU();
+    const T fill = (T)-9999.9;
+    uint32_t seed = 100;
+    for (const Dims &d : std::vector<Dims>{{1}, {5}, {3000}, {70001}, {123, 457}, {17, 19, 23}, {2, 3, 4, 1000}})
+        for (zb_mode mode : {ZB_MODE_ABS, ZB_MODE_REL})
+            for (double b : {1e-2, 1e-4})
+                for (int use_fill : {0, 1}) {
+                    const auto data = with_specials<T>(d, seed++, fill);
+                    zb_params p = params(mode, b);
+                    if (use_fill) {
+                        p.has_fill = 1;
+                        p.fill_bits = zbt::bits(fill);
+                    }
+                    gput::expect_parity(data, d, p, name_of(use_fill ? "specials+fill" : "specials", d, p));
+                    if (::testing::Test::HasFatalFailure()) return;
+                }
+}
+TEST(GpuParity, SpecialValuesF32) { specials<float>(); }
+TEST(GpuParity, SpecialValuesF64) { specials<double>(); }
+
+// Values the quantizer cannot hold: |x| / (2 eb) beyond 2^30, and values just around that limit.
+template <typename T> void outliers() {
+    ZB_REQUIRE_GPU();
+    uint32_t seed = 200;
+    for (const Dims &d : std::vector<Dims>{{4097}, {61, 67}, {9, 10, 11}}) {
+        auto data = zbt::smooth_field<T>(d, 0.1, seed++, 0.0);
+        std::mt19937 rng(seed);
+        for (size_t i = 0; i < data.size(); i += 1 + rng() % 50) {
+            const double mag = std::ldexp(1.0, 20 + (int)(rng() % 40));
+            data[i] = (T)((rng() & 1) ? mag : -mag) * (T)(1.0 + (rng() % 1000) * 1e-3);
+        }
+        for (double b : {1e-2, 1e-3, 1e-4}) {
+            gput::expect_parity(data, d, params(ZB_MODE_ABS, b), name_of("outliers", d, params(ZB_MODE_ABS, b)));
+            gput::expect_parity(data, d, params(ZB_MODE_REL, b), name_of("outliers", d, params(ZB_MODE_REL, b)));
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+        // Right at the 2^30 limit of |x| / (2 eb).
+        const double eb = 1e-3;
+        for (size_t i = 0; i < data.size(); ++i) {
+            const double t = std::ldexp(1.0, 30) + (double)((int)(rng() % 2001) - 1000);
+            data[i] = (T)(t * 2.0 * eb * ((rng() & 1) ? 1 : -1));
+        }
+        gput::expect_parity(data, d, params(ZB_MODE_ABS, eb), name_of("limit", d, params(ZB_MODE_ABS, eb)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+TEST(GpuParity, OutliersF32) { outliers<float>(); }
+TEST(GpuParity, OutliersF64) { outliers<double>(); }
+
+// Lorenzo deltas beyond +-32767 (escapes): a smooth field with steps and spikes; and pure noise (raw passthrough).
+template <typename T> void escapes() {
+    ZB_REQUIRE_GPU();
+    uint32_t seed = 300;
+    for (const Dims &d : std::vector<Dims>{{50000}, {300, 301}, {20, 30, 40}, {7, 2049}}) {
+        auto data = zbt::smooth_field<T>(d, 0.001, seed++, 0.0);
+        std::mt19937 rng(seed);
+        for (size_t i = 0; i < data.size(); i += 1 + rng() % 300) data[i] += (T)(((rng() & 1) ? 1 : -1) * 80.0);
+        for (size_t i = data.size() / 2; i < data.size(); ++i) data[i] += (T)50.0;  // a step
+        for (double b : {1e-3, 1e-4}) {
+            gput::expect_parity(data, d, params(ZB_MODE_ABS, b), name_of("escapes", d, params(ZB_MODE_ABS, b)));
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+        std::uniform_real_distribution<double> u(-1e3, 1e3);
+        for (auto &v : data) v = (T)u(rng);
+        gput::expect_parity(data, d, params(ZB_MODE_ABS, 1e-4), name_of("noise(raw)", d, params(ZB_MODE_ABS, 1e-4)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+TEST(GpuParity, EscapesF32) { escapes<float>(); }
+TEST(GpuParity, EscapesF64) { escapes<double>(); }
+
+// eb = 0: bound 0, a constant field under REL, all non-finite values under REL, a single value.
+template <typename T> void lossless() {
+    ZB_REQUIRE_GPU();
+    const Dims d{33, 65};
+    auto smooth = zbt::smooth_field<T>(d, 0.0, 7, 1.0);
+    gput::expect_parity(smooth, d, params(ZB_MODE_ABS, 0.0), "bound 0");
+    std::vector<T> constant(count_of(d), (T)42.5);
+    gput::expect_parity(constant, d, params(ZB_MODE_REL, 1e-3), "constant field, rel");
+    std::vector<T> nan(count_of(d), std::numeric_limits<T>::quiet_NaN());
+    gput::expect_parity(nan, d, params(ZB_MODE_REL, 1e-3), "all NaN, rel");
+    std::vector<T> zeros(count_of(d), (T)0.0);
+    for (size_t i = 0; i < zeros.size(); i += 3) zeros[i] = (T)-0.0;
+    gput::expect_parity(zeros, d, params(ZB_MODE_REL, 1e-3), "signed zeros, rel");
+    for (T v : {(T)3.25, std::numeric_limits<T>::quiet_NaN(), (T)-0.0, (T)1e30}) {
+        gput::expect_parity(std::vector<T>{v}, Dims{1}, params(ZB_MODE_REL, 1e-3), "one value, rel");
+        gput::expect_parity(std::vector<T>{v}, Dims{}, params(ZB_MODE_ABS, 1e-3), "scalar, abs");
+    }
+}
+TEST(GpuParity, LosslessAndTinyF32) { lossless<float>(); }
+TEST(GpuParity, LosslessAndTinyF64) { lossless<double>(); }
+
+// Larger arrays: several thousand tiles, multi-segment scans along y and z.
+TEST(GpuParity, LargerArrays) {
+    ZB_REQUIRE_GPU();
+    for (const Dims &d : std::vector<Dims>{{3000000}, {1500, 2001}, {120, 130, 140}, {2, 700, 3}}) {
+        const auto f = zbt::smooth_field<float>(d, 0.02, 11, 20.0);
+        gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), name_of("large f32", d, params(ZB_MODE_REL, 1e-3)));
+        const auto g = zbt::smooth_field<double>(d, 0.02, 12, 20.0);
+        gput::expect_parity(g, d, params(ZB_MODE_REL, 1e-4), name_of("large f64", d, params(ZB_MODE_REL, 1e-4)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+// Small output buffers: the GPU reports the same error as the CPU.
+TEST(GpuParity, BufferTooSmall) {
+    ZB_REQUIRE_GPU();
+    const Dims d{100, 100};
+    const auto data = zbt::smooth_field<float>(d, 0.01, 5, 0.0);
+    zb_params p = params(ZB_MODE_REL, 1e-3);
+    const auto ref = gput::compress_on(ZB_BACKEND_CPU, data, d, p);
+    ASSERT_EQ(ref.status, ZB_OK);
+    std::vector<uint8_t> buf(ref.bytes.size() - 1);
+    size_t len = 0;
+    p.backend = ZB_BACKEND_GPU;
+    EXPECT_EQ(zb_compress(&p, ZB_F32, data.data(), 2, d.data(), buf.data(), buf.size(), &len, nullptr),
+              ZB_ERR_BUFFER_TOO_SMALL);
+    buf.resize(ref.bytes.size());
+    ASSERT_EQ(zb_compress(&p, ZB_F32, data.data(), 2, d.data(), buf.data(), buf.size(), &len, nullptr), ZB_OK)
+        << zb_last_error();
+    EXPECT_TRUE(buf == ref.bytes);
+}
+
+// Many threads compressing at once through the GPU get the CPU's bytes.
+TEST(GpuParity, ConcurrentCalls) {
+    ZB_REQUIRE_GPU();
+    const Dims d{257, 129};
+    std::vector<std::vector<float>> inputs;
+    std::vector<std::vector<uint8_t>> refs;
+    for (int t = 0; t < 8; ++t) {
+        inputs.push_back(zbt::smooth_field<float>(d, 0.01 * t, 40 + t, (double)t));
+        refs.push_back(gput::compress_on(ZB_BACKEND_CPU, inputs.back(), d, params(ZB_MODE_REL, 1e-3)).bytes);
+    }
+    std::vector<int> ok(8, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            bool good = true;
+            for (int r = 0; r < 5; ++r)
+                good = good && gput::compress_on(ZB_BACKEND_GPU, inputs[t], d, params(ZB_MODE_REL, 1e-3)).bytes == refs[t];
+            ok[t] = good;
+        });
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < 8; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+}
+
+}  // namespace

@@ -1,0 +1,30 @@
+# GPU backend tests: CPU/GPU byte parity (synthetic and real data), cross decoding, the device-pointer API and
+# corrupted streams. Where no GPU can be used (CI, CPU-only builds) every GPU test skips with a visible
+# "no GPU: ..." message.
+add_executable(gpu_tests
+  gpu_parity_test.cpp
+  gpu_realdata_test.cpp
+  gpu_device_api_test.cpp
+  gpu_corrupt_test.cpp)
+target_link_libraries(gpu_tests PRIVATE zbound_static GTest::gtest_main)
+target_include_directories(gpu_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(gpu_tests PRIVATE
+  ZBOUND_SHARED_DATA="${ZBOUND_SHARED_DATA}"
+  ZBOUND_GPU_FIELDS_DIR="${CMAKE_CURRENT_BINARY_DIR}/gpu_fields")
+if(ZBOUND_CUDA)
+  # The device-API tests allocate device memory themselves.
+  find_package(CUDAToolkit REQUIRED)
+  target_compile_definitions(gpu_tests PRIVATE ZBOUND_TEST_CUDA=1)
+  target_link_libraries(gpu_tests PRIVATE CUDA::cudart_static)
+endif()
+gtest_discover_tests(gpu_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 1200)
+
+# Raw copies of every float field of ../shared/data for GpuRealData (needs python3 with numpy and h5py):
+#   cmake --build <build> --target gpu_fields
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_custom_target(gpu_fields
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu_make_fields.py ${ZBOUND_SHARED_DATA}
+            ${CMAKE_CURRENT_BINARY_DIR}/gpu_fields
+    COMMENT "Extracting the real fields for the GPU tests")
+endif()
