@@ -645,7 +645,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
     if (total >= raw_bytes) {
         if (out.capacity < raw_bytes) too_small(raw_bytes);
-        if (!out.on_device) return write_raw_stream(h, h_x, out.ptr, resolve_threads(p.threads));
+        if (!out.on_device) return write_raw_stream(h, h_x, out.ptr, resolve_threads(p.threads, h.shape.n));
         // Device API: the same stream as write_raw_stream, with the payload checksum computed on the GPU.
         Header r = h;
         r.predictor = 0;

@@ -34,8 +34,18 @@
  *
  * can_apply refuses every datatype but IEEE-754 binary32/binary64 (little- or big-endian) with a message on the
  * HDF5 error stack; a mandatory filter then makes dataset creation fail. HDF5 ignores a refusal for optional
- * filters (h5py adds filters as optional): such a dataset is stored unfiltered. Invalid user cd_values make
- * dataset creation fail in either case.
+ * filters (h5py adds filters as optional): such a dataset is stored unfiltered. Invalid user cd_values, and
+ * parameters the codec of this build cannot write, make dataset creation fail in either case.
+ *
+ * Errors: every failure pushes a "zbound: ..." message (with zb_last_error()'s reason) on the HDF5 error stack of
+ * the library that called the filter. HDF5 2.x discards what a filter function pushes (it saves and restores the
+ * error stack around the call, HDFGroup/hdf5 issue #6194), so with 2.x a chunk that fails to compress or decompress
+ * is also reported on stderr (at most 20 lines per process); can_apply/set_local messages are not affected.
+ *
+ * The plugin (libh5z_zbound.so) does not link libhdf5: each callback uses the HDF5 library that contains its
+ * caller, so h5py's, netCDF4-python's and the system's HDF5 can all use one loaded plugin in one process. If that
+ * library cannot be found, ZBOUND_HDF5_LIBRARY may name it (it must already be loaded). ZBOUND_LOG=1 prints which
+ * library serves each caller.
  */
 #ifndef ZBOUND_FILTER_H
 #define ZBOUND_FILTER_H

@@ -145,6 +145,10 @@ ZB_API const char *zb_status_string(zb_status status);
 /** Detailed message of the last failed call on this thread ("" if none). */
 ZB_API const char *zb_last_error(void);
 
+/** Sets this thread's zb_last_error() message. For layers built on zbound that report through the same channel
+ *  (the HDF5 filter's cd_values parser); applications do not need it. NULL clears the message. */
+ZB_API void zb_set_last_error(const char *msg);
+
 #ifdef __cplusplus
 }
 #endif

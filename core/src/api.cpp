@@ -173,7 +173,7 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
             return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
                                          "no driver)");
         }
-        const int nt = zb::resolve_threads(params->threads);
+        const int nt = zb::resolve_threads(params->threads, shape.n);
         const zb_status s = zb::cpu_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
                                              dst_len, nt, msg);
         if (s != ZB_OK) return set_error(s, msg);
@@ -220,11 +220,12 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
         if (b != ZB_BACKEND_AUTO && b != ZB_BACKEND_CPU && b != ZB_BACKEND_GPU)
             return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(b));
         const double t0 = now_seconds();
-        const int nt = zb::resolve_threads(0);
         zb::Header h;
         std::string msg;
         const uint8_t *stream = static_cast<const uint8_t *>(src);
-        if (zb_status s = zb::read_header(stream, src_len, h, msg, true, nt)) return set_error(s, msg);
+        if (zb_status s = zb::read_header(stream, src_len, h, msg, true, zb::resolve_threads(0, src_len / 4)))
+            return set_error(s, msg);
+        const int nt = zb::resolve_threads(0, h.shape.n);
         const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
         if (dst_capacity < out_bytes)
             return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
@@ -308,5 +309,7 @@ const char *zb_status_string(zb_status status) {
 }
 
 const char *zb_last_error(void) { return t_last_error.c_str(); }
+
+void zb_set_last_error(const char *msg) { t_last_error = msg ? msg : ""; }
 
 }  // extern "C"
