@@ -1,0 +1,392 @@
+"""The `zbound` command-line tool on the real fields of ../shared/data.
+
+Checks properties, never numbers the code produced: every finite value within the bound the stream records, NaN /
+Inf / -0.0 / fill values bit for bit, the relative bound derived from the finite range, identical bytes whatever
+the thread count, h5repack / nccopy accepting the cdvalues strings, and exit codes with messages on bad input.
+
+The tool is <build>/bin/zbound, the build directory being conftest's (ZBOUND_BUILD_DIR, default build/).
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import BUILD_DIR, DATA_DIR, PLUGIN_DIR, assert_within, field_abs_bound, uint_view
+
+ZBOUND = str(BUILD_DIR / "bin" / "zbound")
+DATA = str(DATA_DIR)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cli_built():
+    if not os.access(ZBOUND, os.X_OK):
+        pytest.fail(f"{ZBOUND} is missing: build first (bash scripts/setup.sh) or set ZBOUND_BUILD_DIR")
+
+
+def zb(*args, expect=0, env=None):
+    """Runs the CLI; asserts the exit code; returns the completed process."""
+    full_env = dict(os.environ, **(env or {}))
+    p = subprocess.run([ZBOUND, *map(str, args)], capture_output=True, text=True, env=full_env)
+    assert p.returncode == expect, f"zbound {' '.join(map(str, args))} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+# ---------------------------------------------------------------- real fields (read once per session)
+
+def _load_trefht_stacked():
+    netCDF4 = pytest.importorskip("netCDF4")
+    members = []
+    for m in (57, 59, 60, 61):
+        with netCDF4.Dataset(os.path.join(DATA, f"cesm_trefht_b06_{m}.nc")) as d:
+            v = d["TREFHT"]
+            v.set_auto_mask(False)
+            members.append(np.asarray(v[:], dtype=np.float32))
+    return np.ascontiguousarray(np.concatenate(members))
+
+
+def _load_h5(name, var):
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(os.path.join(DATA, name), "r") as f:
+        return np.ascontiguousarray(f[var][...])
+
+
+def _load_plot3d(name):
+    raw = open(os.path.join(DATA, name), "rb").read()
+    ni, nj, nk = struct.unpack(">3i", raw[:12])
+    return np.frombuffer(raw[28:], ">f4").reshape(5, nk, nj, ni)
+
+
+FIELDS = {
+    "cesm_trefht_440x64x128": _load_trefht_stacked,
+    "gmt_sst_nan": lambda: _load_h5("gmt_sst.nc", "z"),
+    "gmt_data_w_nans": lambda: _load_h5("gmt_data_w_nans.nc", "z"),
+    "gmt_geoid": lambda: _load_h5("gmt_geoid_1m.nc", "z"),
+    "radar_rainsum_f64": lambda: _load_h5("radar_rainsum_f64.h5", "data"),
+    "nasa_cfd_postq_4d": lambda: np.ascontiguousarray(_load_plot3d("nasa_cfd_postq.bin").astype(np.float32)),
+}
+
+
+@pytest.fixture(scope="session")
+def fields():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = FIELDS[name]()
+        return cache[name]
+    return get
+
+
+def write_raw(tmp_path, name, arr):
+    path = tmp_path / f"{name}.raw"
+    np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tofile(path)
+    return path
+
+
+def raw_opts(arr):
+    return ["-t", "f64" if arr.dtype == np.float64 else "f32", "-d", "x".join(map(str, arr.shape))]
+
+
+def finite_range(a, fill=None):
+    return field_abs_bound(a, 1.0, fill)
+
+
+def info_json(path):
+    return json.loads(zb("info", "--json", path).stdout.strip())
+
+
+# ---------------------------------------------------------------- round trips through files
+
+@pytest.mark.parametrize("name", list(FIELDS))
+@pytest.mark.parametrize("rel", [1e-2, 1e-3, 1e-4])
+def test_file_round_trip_holds_bound(tmp_path, fields, name, rel):
+    arr = fields(name)
+    raw = write_raw(tmp_path, name, arr)
+    zfile, out = tmp_path / "f.zb", tmp_path / "f.out"
+    zb("compress", raw, *raw_opts(arr), "--rel", rel, "-o", zfile)
+    info = info_json(zfile)
+    assert info["format_version"] == 1
+    assert info["dtype"] == ("f64" if arr.dtype == np.float64 else "f32")
+    assert info["n"] == arr.size
+    assert info["decompressed_bytes"] == arr.nbytes
+    assert info["stream_bytes"] == os.path.getsize(zfile)
+    assert info["mode"] == "rel" and info["bound"] == rel
+    # REL is relative to the finite value range: NaN does not widen it.
+    assert info["abs_bound"] == pytest.approx(rel * finite_range(arr), rel=1e-12)
+    zb("decompress", zfile, "-o", out)
+    rec = np.fromfile(out, dtype=arr.dtype.newbyteorder("<")).reshape(arr.shape)
+    assert_within(arr, rec, info["abs_bound"])
+
+
+@pytest.mark.parametrize("eb", [0.0, 1e-6, 0.05, 1.0])
+def test_absolute_bound_and_lossless(tmp_path, fields, eb):
+    arr = fields("cesm_trefht_440x64x128")[:110]
+    raw = write_raw(tmp_path, "t", arr)
+    zb("compress", raw, *raw_opts(arr), "--abs", eb, "-o", tmp_path / "t.zb")
+    info = info_json(tmp_path / "t.zb")
+    assert info["mode"] == "abs" and info["abs_bound"] == eb
+    zb("decompress", tmp_path / "t.zb", "-o", tmp_path / "t.out")
+    rec = np.fromfile(tmp_path / "t.out", np.float32).reshape(arr.shape)
+    assert_within(arr, rec, eb)
+    if eb == 0.0:
+        assert np.array_equal(uint_view(arr), uint_view(rec))
+
+
+def test_big_endian_input_with_offset(tmp_path, fields):
+    """The PLOT3D file read in place (28 header bytes, big-endian) gives the same stream as its little-endian copy."""
+    arr = fields("nasa_cfd_postq_4d")
+    dims = "x".join(map(str, arr.shape))
+    zb("compress", os.path.join(DATA, "nasa_cfd_postq.bin"), "-t", "f32", "--offset", 28, "--endian", "big",
+       "-d", dims, "--rel", 1e-3, "-o", tmp_path / "be.zb")
+    zb("compress", write_raw(tmp_path, "le", arr), "-t", "f32", "-d", dims, "--rel", 1e-3, "-o", tmp_path / "le.zb")
+    assert (tmp_path / "be.zb").read_bytes() == (tmp_path / "le.zb").read_bytes()
+
+
+def test_special_values_bit_exact(tmp_path, fields):
+    """NaN with payloads, +-Inf, -0.0 and a fill value come back bit for bit and do not widen the REL range."""
+    arr = fields("cesm_trefht_440x64x128")[:110].copy()
+    flat = arr.reshape(-1)
+    rng = np.random.default_rng(7)
+    idx = rng.choice(flat.size, 4000, replace=False)
+    payload_nans = (np.uint32(0x7FC00000) | rng.integers(1, 1 << 22, 1000).astype(np.uint32)).view(np.float32)
+    flat[idx[:1000]] = payload_nans
+    flat[idx[1000:1500]] = np.inf
+    flat[idx[1500:2000]] = -np.inf
+    flat[idx[2000:2500]] = -0.0
+    fill = -9999.9
+    flat[idx[2500:]] = np.float32(fill)
+    raw = write_raw(tmp_path, "s", arr)
+    zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "--fill", np.float32(fill).item(), "-o", tmp_path / "s.zb")
+    info = info_json(tmp_path / "s.zb")
+    assert info["abs_bound"] == pytest.approx(1e-3 * finite_range(arr, fill=np.float32(fill)), rel=1e-12)
+    zb("decompress", tmp_path / "s.zb", "-o", tmp_path / "s.out")
+    rec = np.fromfile(tmp_path / "s.out", np.float32).reshape(arr.shape)
+    assert_within(arr, rec, info["abs_bound"], fill=np.float32(fill))
+    assert np.array_equal(uint_view(rec.reshape(-1)[idx]), uint_view(flat[idx]))
+
+
+def test_thread_count_does_not_change_bytes(tmp_path, fields):
+    arr = fields("gmt_sst_nan")
+    raw = write_raw(tmp_path, "sst", arr)
+    for t in (1, 2, 3):
+        zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "--threads", t, "--backend", "cpu", "-o", tmp_path / f"{t}.zb")
+    one = (tmp_path / "1.zb").read_bytes()
+    assert one == (tmp_path / "2.zb").read_bytes() == (tmp_path / "3.zb").read_bytes()
+
+
+# ---------------------------------------------------------------- bench
+
+REQUIRED_BENCH_KEYS = {"ratio", "psnr", "max_abs_error", "abs_bound", "compress_gbps", "decompress_gbps",
+                       "compress_kernel_gbps", "decompress_kernel_gbps", "backend", "encoder", "predictor",
+                       "bytes_in", "bytes_out", "bitrate", "nrmse", "threads", "violations"}
+
+
+def test_bench_json_on_real_field(tmp_path, fields):
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    rels = [1e-2, 1e-3, 1e-4]
+    p = zb("bench", raw, *raw_opts(arr), "--rel", ",".join(map(str, rels)), "--repeat", 3, "--json",
+           "--encoder", "fast", "--threads", 1)
+    lines = [json.loads(l) for l in p.stdout.strip().splitlines()]
+    assert [l["bound"] for l in lines] == rels
+    for rel, r in zip(rels, lines):
+        assert REQUIRED_BENCH_KEYS <= r.keys()
+        assert r["violations"] == 0 and r["special_mismatches"] == 0 and r["bound_ok"] is True
+        assert r["deterministic"] is True
+        assert r["bytes_in"] == arr.nbytes and r["checked_values"] == arr.size
+        assert r["ratio"] == pytest.approx(r["bytes_in"] / r["bytes_out"])
+        assert r["bitrate"] == pytest.approx(8 * r["bytes_out"] / arr.size)
+        assert 0 < r["max_abs_error"] <= r["abs_bound"]
+        assert r["abs_bound"] == pytest.approx(rel * finite_range(arr), rel=1e-12)
+        assert r["threads"] == 1 and r["encoder"] == "fast" and r["backend"] in ("cpu", "gpu")
+        for k in ("compress_gbps", "decompress_gbps", "compress_kernel_gbps", "decompress_kernel_gbps"):
+            assert r[k] > 0
+        # the reported quality agrees with an independent computation from a stream written by `compress`
+        zfile = tmp_path / f"{rel}.zb"
+        zb("compress", raw, *raw_opts(arr), "--rel", rel, "--encoder", "fast", "-o", zfile)
+        assert os.path.getsize(zfile) == r["bytes_out"]
+        zb("decompress", zfile, "-o", tmp_path / "o.raw")
+        rec = np.fromfile(tmp_path / "o.raw", np.float32)
+        d = np.abs(arr.reshape(-1).astype(np.float64) - rec)
+        assert r["max_abs_error"] == pytest.approx(float(d.max()), rel=1e-12)
+        mse = float(np.mean(d * d))
+        rng = finite_range(arr)
+        assert r["psnr"] == pytest.approx(20 * np.log10(rng) - 10 * np.log10(mse), abs=1e-6)
+        assert r["nrmse"] == pytest.approx(np.sqrt(mse) / rng, rel=1e-6)
+
+
+def test_bench_table_counts_specials(tmp_path, fields):
+    arr = fields("gmt_sst_nan")
+    p = zb("bench", write_raw(tmp_path, "sst", arr), *raw_opts(arr), "--rel", "1e-2,1e-4", "--repeat", 2)
+    assert "violations: 0 " in p.stdout
+    nan_count = int(np.isnan(arr).sum())
+    rows = [l for l in p.stdout.splitlines() if l.startswith("rel ")]
+    assert len(rows) == 2 and all(f" {nan_count} " in r for r in rows)
+
+
+def test_bench_size_mb_tiles_input(tmp_path, fields):
+    arr = fields("radar_rainsum_f64")
+    p = zb("bench", write_raw(tmp_path, "r", arr), *raw_opts(arr), "--abs", 0.5, "--size-mb", 10, "--repeat", 1,
+           "--warmup", 0, "--json")
+    r = json.loads(p.stdout)
+    k = -(-10_000_000 // arr.nbytes)  # ceil
+    assert r["dims"] == f"{arr.shape[0] * k}x{arr.shape[1]}" and r["bytes_in"] == k * arr.nbytes
+    assert r["bound_ok"] is True
+
+
+def test_bench_gpu_backend_without_gpu_fails_cleanly(tmp_path, fields):
+    if "gpu available" in zb("--version").stdout:
+        pytest.skip("a GPU is usable here: --backend gpu is expected to work")
+    arr = fields("gmt_geoid")
+    p = zb("bench", write_raw(tmp_path, "g", arr), *raw_opts(arr), "--rel", 1e-3, "--backend", "gpu", expect=1)
+    assert "error:" in p.stderr and "GPU" in p.stderr
+
+
+# ---------------------------------------------------------------- cdvalues
+
+def _words(*args):
+    return [int(w) for w in zb("cdvalues", *args, "--format", "words").stdout.strip().split(",")]
+
+
+@pytest.mark.parametrize("mode,bound", [("abs", 1e-3), ("abs", 1 / 3), ("rel", 1e-4), ("abs", 0.0), ("rel", 12.5)])
+def test_cdvalues_words_carry_the_exact_bound(mode, bound):
+    w = _words(f"--{mode}", repr(bound))
+    assert len(w) == 6 and w[0] == 1 and w[1] == {"abs": 0, "rel": 1}[mode]
+    assert all(0 <= x < 2**32 for x in w)
+    assert struct.unpack(">d", struct.pack(">II", w[2], w[3]))[0] == bound
+    assert w[4:] == [0, 0]
+    assert _words(f"--{mode}", repr(bound), "--predictor", "lorenzo", "--encoder", "fast")[4:] == [1, 1]
+
+
+def test_cdvalues_strings_use_the_same_words():
+    words = ",".join(map(str, _words("--rel", "1e-3")))
+    h5repack = zb("cdvalues", "--rel", "1e-3", "--format", "h5repack").stdout.strip()
+    nccopy = zb("cdvalues", "--rel", "1e-3", "--format", "nccopy").stdout.strip()
+    nccopy_var = zb("cdvalues", "--rel", "1e-3", "--format", "nccopy", "--var", "TREFHT").stdout.strip()
+    assert h5repack == f"UD=33000,0,{len(words.split(','))},{words}"
+    assert nccopy == f"*,33000,{words}" and nccopy_var == f"TREFHT,33000,{words}"
+    everything = zb("cdvalues", "--rel", "1e-3").stdout
+    assert f"h5repack -f {h5repack} " in everything and f"nccopy -F '{nccopy}' " in everything
+    assert f"compression_opts=({words})" in everything
+
+
+def _need_plugin_and(tool):
+    if not (PLUGIN_DIR / "libh5z_zbound.so").is_file():
+        pytest.skip(f"plugin not built at {PLUGIN_DIR}")
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} not installed (apt-get install hdf5-tools netcdf-bin)")
+
+
+def test_h5repack_accepts_cdvalues_string(tmp_path, fields):
+    _need_plugin_and("h5repack")
+    ud = zb("cdvalues", "--abs", "0.05", "--format", "h5repack").stdout.strip()
+    out = tmp_path / "radar_zb.h5"
+    env = dict(os.environ, HDF5_PLUGIN_PATH=str(PLUGIN_DIR))
+    p = subprocess.run(["h5repack", "-f", f"/data:{ud}", os.path.join(DATA, "radar_rainsum_f64.h5"), str(out)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    dump = subprocess.run(["h5dump", "-pH", "-d", "/data", str(out)], capture_output=True, text=True, env=env).stdout
+    assert "FILTER_ID 33000" in dump
+    # read back in a fresh interpreter (HDF5 reads HDF5_PLUGIN_PATH once, when it starts)
+    code = "import h5py,numpy as np,sys; np.save(sys.argv[2], h5py.File(sys.argv[1],'r')['data'][...])"
+    subprocess.run([sys.executable, "-c", code, str(out), str(tmp_path / "r.npy")], check=True, env=env)
+    assert_within(fields("radar_rainsum_f64"), np.load(tmp_path / "r.npy"), 0.05)
+
+
+def test_nccopy_accepts_cdvalues_string(tmp_path):
+    _need_plugin_and("nccopy")
+    netCDF4 = pytest.importorskip("netCDF4")
+    spec = zb("cdvalues", "--abs", "0.01", "--format", "nccopy", "--var", "TREFHT").stdout.strip()
+    out = tmp_path / "t.nc"
+    src = os.path.join(DATA, "cesm_trefht_b06_57.nc")
+    env = dict(os.environ, HDF5_PLUGIN_PATH=str(PLUGIN_DIR))
+    p = subprocess.run(["nccopy", "-F", spec, src, str(out)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, f"nccopy exit {p.returncode}: {p.stderr}"
+    dump = subprocess.run(["ncdump", "-hs", str(out)], capture_output=True, text=True, env=env).stdout
+    assert 'TREFHT:_Filter = "33000,' in dump
+    code = ("import netCDF4,numpy as np,sys\n"
+            "for f,n in ((sys.argv[1],sys.argv[3]),(sys.argv[2],sys.argv[4])):\n"
+            "  d=netCDF4.Dataset(f); v=d['TREFHT']; v.set_auto_mask(False); np.save(n, v[:]); d.close()\n")
+    subprocess.run([sys.executable, "-c", code, src, str(out), str(tmp_path / "a.npy"), str(tmp_path / "b.npy")],
+                   check=True, env=env)
+    assert_within(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"), 0.01)
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.fixture()
+def small_raw(tmp_path, fields):
+    arr = fields("gmt_geoid")
+    return write_raw(tmp_path, "g", arr), arr
+
+
+@pytest.mark.parametrize("args,code,message", [
+    ([], 2, "usage: zbound"),
+    (["frob"], 2, "unknown command 'frob'"),
+    (["compress", "{raw}", "--abs", "1"], 2, "missing -t"),
+    (["compress", "{raw}", "-t", "f16", "--abs", "1"], 2, "'f16' is not a supported type"),
+    (["compress", "{raw}", "-t", "f32", "-d", "451x600", "--abs", "1"], 2, "needs 1082400"),
+    (["compress", "{raw}", "-t", "f64", "--abs", "1"], 2, "not a multiple of 8"),
+    (["compress", "{raw}", "-t", "f32"], 2, "give an error bound"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--rel", "1"], 2, "only one of --abs and --rel"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "inf"], 2, "not a finite number"),
+    (["compress", "{raw}", "-t", "f32", "--rel", "-0.1"], 2, "must be >= 0"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--encoder", "zip"], 2, "'zip' is not one of"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--threads", "0"], 2, "--threads: 0 is out of range"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--fill", "0.1"], 2, "not exactly representable as f32"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--offset", "99999999"], 2, "--offset 99999999 is not inside"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "-o", "{raw}"], 2, "would overwrite the input"),
+    (["compress", "{raw}", "{raw}", "-t", "f32", "--abs", "1"], 2, "expected one input file"),
+    (["compress", "{missing}", "-t", "f32", "--abs", "1"], 1, "cannot open"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "-o", "/nonexistent_dir/x.zb"], 1, "cannot create"),
+    (["decompress", "{raw}"], 2, "missing -o"),
+    (["decompress", "{raw}", "-o", "{tmp}/x"], 1, "not a zbound stream|bad magic|corrupt"),
+    (["info", "{raw}"], 1, "not a zbound stream|bad magic|corrupt"),
+    (["info"], 2, "missing input file"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--warmup", "-1"], 2, "--warmup: -1 is out of range"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3,x"], 2, "'x' is not a finite number"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--size-mb", "0"], 2, "--size-mb must be > 0"),
+    (["bench", "{raw}", "-t", "f32", "--rel"], 2, "option --rel needs a value"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--json=yes"], 2, "option --json takes no value"),
+    (["cdvalues", "--abs", "1", "extra"], 2, "unexpected argument 'extra'"),
+])
+def test_bad_input_exits_with_message(tmp_path, small_raw, args, code, message):
+    import re
+    raw, _ = small_raw
+    subst = {"raw": str(raw), "missing": str(tmp_path / "missing.raw"), "tmp": str(tmp_path)}
+    p = zb(*[a.format(**subst) for a in args], expect=code)
+    assert re.search(message, p.stderr), p.stderr
+    if args:
+        assert p.stderr.startswith("zbound") and "error" in p.stderr
+
+
+def test_corrupt_streams_give_errors_not_crashes(tmp_path, small_raw):
+    raw, arr = small_raw
+    zfile = tmp_path / "g.zb"
+    zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "-o", zfile)
+    good = zfile.read_bytes()
+    cases = {"truncated_header": good[:40], "truncated_payload": good[: len(good) // 2], "empty": b""}
+    for pos in (5, 20, 70, len(good) // 2, len(good) - 1):  # header fields and payload bytes
+        b = bytearray(good)
+        b[pos] ^= 0x10
+        cases[f"flip_{pos}"] = bytes(b)
+    for name, data in cases.items():
+        bad = tmp_path / f"{name}.zb"
+        bad.write_bytes(data)
+        p = subprocess.run([ZBOUND, "decompress", str(bad), "-o", str(tmp_path / "o.raw")], capture_output=True,
+                           text=True)
+        assert p.returncode == 1, f"{name}: exit {p.returncode}\n{p.stderr}"
+        assert "zbound decompress: error:" in p.stderr, name
+
+
+def test_help_for_every_command():
+    top = zb("--help").stdout
+    for cmd in ("compress", "decompress", "info", "cdvalues", "bench"):
+        assert cmd in top
+        out = zb(cmd, "--help").stdout
+        assert out.startswith(f"usage: zbound {cmd}") and "--help" in out

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: every C++ test through ctest, then pytest over python_tests/.
+# Needs a build (bash scripts/setup.sh); brings it up to date first. Exits non-zero if anything failed or if a
+# runner found no tests. Environment: ZBOUND_BUILD_DIR (default build), ZBOUND_BUILD_JOBS (default 2).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+BUILD_DIR=${ZBOUND_BUILD_DIR:-build}
+JOBS=${ZBOUND_BUILD_JOBS:-2}
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  echo "test.sh: no build in $BUILD_DIR: run 'bash scripts/setup.sh' first" >&2
+  exit 1
+fi
+# The CUDA compiler may live outside PATH (setup.sh found it); the cache remembers where.
+if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+cmake --build "$BUILD_DIR" -j "$JOBS" || { echo "test.sh: build failed" >&2; exit 1; }
+
+failed=()
+
+echo "== ctest (C++ tests) =="
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --no-tests=error
+rc=$?
+[ $rc -eq 0 ] || failed+=("ctest (exit $rc)")
+
+echo "== pytest (python_tests/) =="
+ZBOUND_BUILD_DIR="$(cd "$BUILD_DIR" && pwd)"
+export ZBOUND_BUILD_DIR
+python3 -m pytest -ra python_tests/
+rc=$?
+case $rc in
+  0) ;;
+  5) failed+=("pytest collected no tests") ;;
+  *) failed+=("pytest (exit $rc)") ;;
+esac
+
+if ((${#failed[@]})); then
+  echo "test.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "test.sh: all tests passed"

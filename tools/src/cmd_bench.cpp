@@ -1,0 +1,241 @@
+// zbound bench: compress and decompress a raw file repeatedly, verify the bound on every value, and report ratio,
+// quality and throughput (median of the timed runs) as a table or as one JSON object per bound.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "cli_args.h"
+#include "codec_opts.h"
+#include "commands.h"
+#include "json_line.h"
+#include "metrics.h"
+#include "raw_io.h"
+
+namespace zbtool {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double gbps(size_t bytes, double seconds) { return seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0; }
+
+std::vector<OptionSpec> bench_specs() {
+    std::vector<OptionSpec> s = {
+        {nullptr, "--repeat", "N", "timed runs of each of compress and decompress (default 5; median reported)"},
+        {nullptr, "--warmup", "N", "untimed runs before them (default 1)"},
+        {nullptr, "--size-mb", "N", "tile the input along its slowest dim until it holds at least N MB (1e6 B)"},
+        {nullptr, "--json", nullptr, "one JSON object per bound on stdout instead of the table"},
+        {nullptr, "--label", "NAME", "name of the field in the output (default: the file name)"}};
+    for (auto v : {raw_input_specs(), bound_option_specs(true), pipeline_option_specs(), run_option_specs()})
+        s.insert(s.end(), v.begin(), v.end());
+    return s;
+}
+
+// Repeats the array k times along its slowest dim.
+void tile_to(RawArray &a, double size_mb) {
+    const double want = size_mb * 1e6;
+    const size_t k = (size_t)std::ceil(want / (double)a.bytes.size());
+    if (k <= 1) return;
+    std::vector<uint8_t> big(a.bytes.size() * k);
+    for (size_t i = 0; i < k; ++i) std::memcpy(big.data() + i * a.bytes.size(), a.bytes.data(), a.bytes.size());
+    a.bytes.swap(big);
+    a.dims[0] *= k;
+}
+
+struct Timings {
+    std::vector<double> wall, kernel;
+    zb_backend backend = ZB_BACKEND_CPU;
+};
+
+struct BenchResult {
+    zb_params params;
+    zb_stream_info info{};
+    size_t bytes_out = 0;
+    Timings comp, decomp;
+    ErrorStats err;
+    bool deterministic = true;
+};
+
+// Runs call(stats) once and, when `record`, keeps its wall time, kernel time and backend.
+template <typename Call>
+void timed(Timings &t, bool record, Call &&call) {
+    zb_run_stats st{};
+    const auto t0 = Clock::now();
+    call(st);
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!record) return;
+    t.wall.push_back(wall);
+    t.kernel.push_back(st.kernel_seconds);
+    t.backend = st.backend_used;
+}
+
+BenchResult run_one(const RawArray &a, const zb_params &p, zb_backend dbackend, int warmup, int repeat) {
+    BenchResult r;
+    r.params = p;
+    const size_t n = a.count();
+    std::vector<uint8_t> stream(zb_compress_bound(a.dtype, n)), first, recon(a.bytes.size());
+    for (int i = 0; i < warmup + repeat; ++i) {
+        size_t len = 0;
+        timed(r.comp, i >= warmup, [&](zb_run_stats &st) {
+            check_status(zb_compress(&p, a.dtype, a.bytes.data(), (int)a.dims.size(), a.dims.data(), stream.data(),
+                                     stream.size(), &len, &st),
+                         "compress");
+        });
+        if (i == 0) {
+            first.assign(stream.begin(), stream.begin() + (ptrdiff_t)len);
+        } else if (len != first.size() || std::memcmp(stream.data(), first.data(), len) != 0) {
+            r.deterministic = false;
+        }
+    }
+    r.bytes_out = first.size();
+    check_status(zb_stream_info_get(first.data(), first.size(), &r.info), "reading the stream header");
+    for (int i = 0; i < warmup + repeat; ++i) {
+        timed(r.decomp, i >= warmup, [&](zb_run_stats &st) {
+            check_status(zb_decompress(first.data(), first.size(), recon.data(), recon.size(), dbackend, &st),
+                         "decompress");
+        });
+    }
+    r.err = compare_arrays(a.dtype, a.bytes.data(), recon.data(), n, r.info.abs_bound, p.has_fill != 0, p.fill_bits);
+    return r;
+}
+
+double err_over_eb(const BenchResult &r) {
+    if (r.info.abs_bound > 0) return r.err.max_abs_error / r.info.abs_bound;
+    return r.err.max_abs_error == 0 ? 0.0 : INFINITY;
+}
+
+void print_json(const std::string &label, const RawArray &a, const BenchResult &r, int warmup, int repeat) {
+    const size_t in = a.bytes.size();
+    const double cw = median(r.comp.wall), dw = median(r.decomp.wall);
+    const double ck = median(r.comp.kernel), dk = median(r.decomp.kernel);
+    JsonLine j;
+    j.add("field", label).add("dtype", dtype_name(a.dtype)).add("dims", dims_to_string(a.dims)).add("n", (uint64_t)a.count())
+        .add("mode", mode_name(r.params.mode)).add("bound", r.params.bound).add("abs_bound", r.info.abs_bound)
+        .add("predictor", r.info.raw ? "none" : predictor_name(r.info.predictor))
+        .add("encoder", r.info.raw ? "none" : encoder_name(r.info.encoder)).add("raw", r.info.raw != 0)
+        .add("backend", backend_name(r.comp.backend)).add("decompress_backend", backend_name(r.decomp.backend))
+        .add("threads", effective_threads(r.params.threads)).add("warmup", warmup).add("repeat", repeat)
+        .add("bytes_in", (uint64_t)in).add("bytes_out", (uint64_t)r.bytes_out)
+        .add("ratio", (double)in / (double)r.bytes_out).add("bitrate", 8.0 * (double)r.bytes_out / (double)a.count())
+        .add("psnr", r.err.psnr()).add("nrmse", r.err.nrmse()).add("max_abs_error", r.err.max_abs_error)
+        .add("max_err_over_eb", err_over_eb(r)).add("checked_values", (uint64_t)r.err.checked)
+        .add("special_values", (uint64_t)r.err.specials).add("violations", (uint64_t)r.err.violations)
+        .add("special_mismatches", (uint64_t)r.err.special_mismatches).add("bound_ok", r.err.ok())
+        .add("deterministic", r.deterministic).add("escapes", (uint64_t)r.info.escapes)
+        .add("exceptions", (uint64_t)r.info.exceptions)
+        .add("compress_seconds", cw).add("decompress_seconds", dw)
+        .add("compress_gbps", gbps(in, cw)).add("decompress_gbps", gbps(in, dw))
+        .add("compress_kernel_gbps", gbps(in, ck)).add("decompress_kernel_gbps", gbps(in, dk));
+    std::printf("%s\n", j.str().c_str());
+    std::fflush(stdout);
+}
+
+void print_table_header(const std::string &label, const RawArray &a, const zb_params &p, int warmup, int repeat) {
+    std::printf("%s: %s %s (%zu bytes), threads %d, median of %d runs after %d warm-up\n", label.c_str(),
+                dtype_name(a.dtype), dims_to_string(a.dims).c_str(), a.bytes.size(), effective_threads(p.threads),
+                repeat, warmup);
+    std::printf("%-10s %-12s %-14s %-8s %8s %8s %8s %10s %9s %10s %8s %9s %9s %9s %9s\n", "bound", "abs_eb", "pipeline",
+                "backend", "CR", "bits/val", "PSNR", "NRMSE", "maxerr/eb", "violations", "specials", "comp MB/s",
+                "dec MB/s", "kcomp MB/s", "kdec MB/s");
+}
+
+void print_table_row(const RawArray &a, const BenchResult &r) {
+    const size_t in = a.bytes.size();
+    std::string bound = std::string(mode_name(r.params.mode)) + " ";
+    char b[64];
+    std::snprintf(b, sizeof b, "%g", r.params.bound);
+    bound += b;
+    std::string pipe = r.info.raw ? "raw" : std::string(predictor_name(r.info.predictor)) + "/" + encoder_name(r.info.encoder);
+    std::printf("%-10s %-12.6g %-14s %-8s %8.3f %8.3f %8.2f %10.3e %9.4f %10llu %8llu %9.1f %9.1f %9.1f %9.1f\n",
+                bound.c_str(), r.info.abs_bound, pipe.c_str(), backend_name(r.comp.backend),
+                (double)in / (double)r.bytes_out, 8.0 * (double)r.bytes_out / (double)a.count(), r.err.psnr(),
+                r.err.nrmse(), err_over_eb(r), (unsigned long long)(r.err.violations + r.err.special_mismatches),
+                (unsigned long long)r.err.specials, gbps(in, median(r.comp.wall)) * 1e3,
+                gbps(in, median(r.decomp.wall)) * 1e3, gbps(in, median(r.comp.kernel)) * 1e3,
+                gbps(in, median(r.decomp.kernel)) * 1e3);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int cmd_bench(const Args &argv) {
+    const auto specs = bench_specs();
+    ParsedArgs a = parse_args(argv, specs);
+    if (a.help) {
+        std::fputs(format_help("zbound bench FILE -t f32|f64 [-d DIMS] (--abs X[,X..] | --rel X[,X..]) [--repeat N] "
+                               "[--warmup N] [--size-mb N] [--json] [options]",
+                               "Compresses and decompresses FILE repeatedly and reports the median times, the "
+                               "ratio and the error.\nEvery value is checked: finite values against the absolute "
+                               "bound, NaN/Inf/-0.0/fill bit for bit.\nExits with 3 if any value breaks the bound.\n"
+                               "Throughput is uncompressed bytes / seconds (1 GB = 1e9 B); end to end is wall time "
+                               "of the API call, kernel is zb_run_stats.kernel_seconds.",
+                               specs).c_str(), stdout);
+        return kExitOk;
+    }
+    if (a.positional.size() != 1) throw CliError(a.positional.empty() ? "missing input file" : "expected one input file");
+    const std::string path = a.positional[0];
+    const RawInput input = raw_input_from_args(a);
+    const zb_dtype dtype = input.dtype;
+    const BoundChoice bound = bound_from_args(a, true);
+    const int repeat = (int)parse_int(a.get("--repeat", "5"), "--repeat", 1, 1000000);
+    const int warmup = (int)parse_int(a.get("--warmup", "1"), "--warmup", 0, 1000000);
+    zb_params base = zb_params_default();
+    base.mode = bound.mode;
+    pipeline_from_args(a, base);
+    run_from_args(a, dtype, base);
+    const zb_backend dbackend = base.backend;
+    const bool json = a.has("--json");
+    std::string label = a.get("--label", path.substr(path.find_last_of('/') + 1));
+
+    RawArray raw = read_raw(path, dtype, input.dims, input.layout);
+    if (a.has("--size-mb")) {
+        const double mb = parse_double(a.get("--size-mb"), "--size-mb");
+        if (mb <= 0) throw CliError("--size-mb must be > 0");
+        tile_to(raw, mb);
+    }
+
+    uint64_t bad = 0;
+    bool nondeterministic = false;
+    for (size_t k = 0; k < bound.bounds.size(); ++k) {
+        const double b = bound.bounds[k];
+        zb_params p = base;
+        p.bound = b;
+        BenchResult r = run_one(raw, p, dbackend, warmup, repeat);
+        if (json) {
+            print_json(label, raw, r, warmup, repeat);
+        } else {
+            if (k == 0) print_table_header(label, raw, base, warmup, repeat);
+            print_table_row(raw, r);
+        }
+        bad += r.err.violations + r.err.special_mismatches;
+        if (!r.err.ok()) {
+            std::fprintf(stderr,
+                         "zbound bench: BOUND VIOLATED at %s %g: %llu values exceed abs bound %.9g (max error %.9g "
+                         "at index %llu), %llu special values changed\n",
+                         mode_name(p.mode), b, (unsigned long long)r.err.violations, r.info.abs_bound,
+                         r.err.max_abs_error, (unsigned long long)r.err.max_error_index,
+                         (unsigned long long)r.err.special_mismatches);
+        }
+        if (!r.deterministic) {
+            nondeterministic = true;
+            std::fprintf(stderr, "zbound bench: error: repeated compression of the same input gave different bytes\n");
+        }
+    }
+    if (!json)
+        std::printf("violations: %llu (every value checked: finite against the bound, specials bit for bit)\n",
+                    (unsigned long long)bad);
+    if (bad) return kExitBoundViolation;
+    return nondeterministic ? kExitFailure : kExitOk;
+}
+
+}  // namespace zbtool
