@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: GPU tests (CPU/GPU byte parity included), the filter and h5py tests forced onto the
+# GPU, compute-sanitizer on the GPU tests, and the 1 GB fast-pipeline benchmark. Logs go to $OUT.
+#
+# Prepared here (the GPU machine has no internet and only the repository):
+#   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j2
+#   bash bench/device_check.sh pack      # copies the binaries to .devrun/ and ../shared/data to .devrun/data
+# then run `bash bench/device_check.sh run` there with .devrun carried (git-ignored through .git/info/exclude).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+RUN=.devrun
+
+if [ "${1:-}" = pack ]; then
+    BUILD=${BUILD:-build-gpu}
+    rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/plugin" "$RUN/data"
+    cp "$BUILD"/tests/{gpu_tests,core_tests,filter_plugin_tests,filter_static_tests} "$RUN/bin/"
+    cp "$BUILD/bin/zbound" "$RUN/bin/"
+    cp "$BUILD"/plugin/*.so "$RUN/plugin/"
+    cp ../shared/data/* "$RUN/data/"
+    mkdir -p .git/info && { grep -qx "/$RUN/" .git/info/exclude 2>/dev/null || echo "/$RUN/" >> .git/info/exclude; }
+    du -sh "$RUN"
+    exit 0
+fi
+
+OUT=${OUT:-/tmp/zbound-device}
+mkdir -p "$OUT"
+root=$(pwd)
+# The tests have the paths of this repository's machine compiled in (/work/main, /work/shared/data).
+[ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
+[ -e /work/shared/data ] || { mkdir -p /work/shared && ln -s "$root/$RUN/data" /work/shared/data; }
+export ZBOUND_GPU_FIELDS="$OUT/fields" ZBOUND_BUILD_DIR="$root/$RUN"
+summary() { echo "$1: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? passed|failed|ERROR SUMMARY|RACECHECK SUMMARY' "$2" | tr '\n' ' ')"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 tests/gpu_make_fields.py "$RUN/data" "$OUT/fields" > "$OUT/fields.log" 2>&1 || echo "field extraction failed"
+
+"$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
+summary gpu_tests "$OUT/gpu_tests.log"
+"$RUN/bin/core_tests" > "$OUT/core_tests.log" 2>&1
+summary core_tests "$OUT/core_tests.log"
+# The filter through the GPU: every chunk, however small, goes to the GPU (an error there fails the test).
+export ZBOUND_BACKEND=gpu ZBOUND_GPU_MIN_BYTES=0
+HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/filter_plugin_tests" > "$OUT/filter_plugin.log" 2>&1
+summary "filter_plugin_tests (gpu)" "$OUT/filter_plugin.log"
+"$RUN/bin/filter_static_tests" > "$OUT/filter_static.log" 2>&1
+summary "filter_static_tests (gpu)" "$OUT/filter_static.log"
+python3 -m pytest -q -p no:cacheprovider python_tests/test_h5_h5py.py python_tests/test_h5_realdata.py \
+    > "$OUT/pytest_gpu.log" 2>&1
+echo "pytest h5py (gpu): $(tail -1 "$OUT/pytest_gpu.log")"
+unset ZBOUND_BACKEND ZBOUND_GPU_MIN_BYTES
+
+# 1 GB fast-pipeline benchmark, f32, rel 1e-3, real fields tiled along their slowest dim.
+: > "$OUT/bench.jsonl"
+for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57__TREFHT 110x64x128"; do
+    set -- $spec
+    "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --backend gpu --size-mb 1024 \
+        --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_$1.err" ||
+        echo "bench $1 failed: $(tail -2 "$OUT/bench_$1.err")"
+done
+python3 - "$OUT/bench.jsonl" <<'EOF'
+import json, sys
+print(f"{'field':28s} {'CR':>6s} {'max/eb':>7s} {'comp kern':>9s} {'decomp kern':>11s} {'comp e2e':>8s} {'decomp e2e':>10s}  (GB/s)")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(f"{r.get('field', '?'):28s} {r['ratio']:6.2f} {r['max_abs_error'] / r['abs_bound']:7.4f} "
+          f"{r['compress_kernel_gbps']:9.1f} {r['decompress_kernel_gbps']:11.1f} {r['compress_gbps']:8.1f} "
+          f"{r['decompress_gbps']:10.1f}")
+EOF
+
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_tests" \
+    --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuParity.Outliers*:GpuDeviceApi.*:GpuCorrupt.TargetedErrors' \
+    > "$OUT/memcheck.log" 2>&1
+summary memcheck "$OUT/memcheck.log"
+timeout 90 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.SpecialValuesF32' \
+    > "$OUT/racecheck.log" 2>&1
+summary racecheck "$OUT/racecheck.log"
