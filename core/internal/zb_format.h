@@ -29,6 +29,12 @@ constexpr uint64_t kTileFlagBytes = kTileBytes / kBlockBytes / 8;  // 32
 
 struct Segment { uint64_t offset = 0, length = 0; };
 
+// A read-only view of bytes (a segment of a stream).
+struct ByteSpan {
+    const uint8_t *data = nullptr;
+    uint64_t size = 0;
+};
+
 struct Header {
     zb_dtype dtype = ZB_F32;
     Shape shape;

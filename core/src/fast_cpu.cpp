@@ -6,6 +6,7 @@
 #include <vector>
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
+#include "zb_exceptions.h"
 #include "zb_lorenzo.h"
 #include "zb_quant.h"
 #include "zb_scratch.h"
@@ -146,62 +147,6 @@ struct EncoderScratch {
 };
 thread_local EncoderScratch t_enc;
 
-// Packs bits into bytes, LSB first.
-struct BitWriter {
-    std::vector<uint8_t> bytes;
-    uint64_t nbits = 0;
-    explicit BitWriter(uint64_t reserve_bits) { bytes.reserve((size_t)div_up(reserve_bits, 8)); }
-    void push(bool b) {
-        if ((nbits & 7) == 0) bytes.push_back(0);
-        if (b) bytes.back() |= (uint8_t)(1u << (nbits & 7));
-        ++nbits;
-    }
-};
-
-template <typename T> struct ExceptionStreams {
-    std::vector<uint8_t> edge_flags, change_flags;
-    std::string edge_blocks, change_blocks;
-    std::vector<T> run_values;
-    uint64_t count = 0;
-};
-
-// Edge mask, change bits and run values of the exceptions (docs/FORMAT.md section 5).
-template <typename T>
-void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStreams<T> &out, int nt) {
-    using U = typename FloatBits<T>::U;
-    const uint64_t mask_bytes = div_up(n, 8);
-    std::vector<uint8_t> edge(mask_bytes, 0);
-    uint64_t count = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : count)
-    for (int64_t b = 0; b < (int64_t)mask_bytes; ++b) {
-        uint8_t byte = 0;
-        for (int k = 0; k < 8; ++k) {
-            const uint64_t i = (uint64_t)b * 8 + k;
-            if (i >= n) break;
-            const uint8_t prev = i ? exc[i - 1] : 0;
-            byte |= (uint8_t)((exc[i] ^ prev) << k);
-            count += exc[i];
-        }
-        edge[b] = byte;
-    }
-    out.count = count;
-    out.edge_flags.resize((size_t)sparse_flag_bytes(mask_bytes));
-    sparse_encode(edge.data(), mask_bytes, out.edge_flags.data(), out.edge_blocks);
-    if (!count) return;
-    BitWriter change(count);
-    U prev = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        if (!exc[i]) continue;
-        const U v = bits_of(x[i]);
-        const bool differs = change.nbits == 0 || v != prev;
-        change.push(differs);
-        if (differs) out.run_values.push_back(x[i]);
-        prev = v;
-    }
-    out.change_flags.resize((size_t)sparse_flag_bytes(change.bytes.size()));
-    sparse_encode(change.bytes.data(), change.bytes.size(), out.change_flags.data(), out.change_blocks);
-}
-
 template <typename T>
 zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *dst, size_t cap, size_t *out_len,
                      int nt, std::string &msg) {
@@ -241,7 +186,7 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     h.exceptions = ex.count;
     h.runs = ex.run_values.size();
     h.nonzero_code_blocks = tile_offset[ntiles];
-    fast_layout(h, ex.edge_blocks.size() / kBlockBytes, ex.change_blocks.size() / kBlockBytes);
+    fast_layout(h, ex.edge_nonzero_blocks(), ex.change_nonzero_blocks());
 
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
     const size_t raw_total = raw_stream_bytes(h.dtype, n);
@@ -274,12 +219,8 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
             }
     }
     if (!escapes.empty()) std::memcpy(seg(kSegEscapes), escapes.data(), escapes.size() * 4);
-    std::memcpy(seg(kSegEdgeFlags), ex.edge_flags.data(), ex.edge_flags.size());
-    std::memcpy(seg(kSegEdgeBlocks), ex.edge_blocks.data(), ex.edge_blocks.size());
-    if (!ex.change_flags.empty()) std::memcpy(seg(kSegChangeFlags), ex.change_flags.data(), ex.change_flags.size());
-    std::memcpy(seg(kSegChangeBlocks), ex.change_blocks.data(), ex.change_blocks.size());
-    if (!ex.run_values.empty())
-        std::memcpy(seg(kSegExceptionValues), ex.run_values.data(), ex.run_values.size() * sizeof(T));
+    for (int i = 0; i < kExceptionSegmentCount; ++i)
+        if (ex.segment_length(i)) std::memcpy(seg(kSegEdgeFlags + i), ex.segment_data(i), ex.segment_length(i));
     h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
     write_header(h, dst);
     *out_len = total;
@@ -323,59 +264,6 @@ void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
             for (int64_t i = 0; i < (int64_t)plane; ++i) cur[i] += prev[i];
         }
     }
-}
-
-// Scatters exception values: walks the edge mask, counting exceptions and runs; validates both counts.
-template <typename T>
-bool decode_exceptions(const Header &h, const uint8_t *payload, T *out, std::string &msg) {
-    const uint64_t n = h.shape.n, k = h.exceptions;
-    const uint64_t mask_bytes = div_up(n, 8);
-    std::vector<uint8_t> edge((size_t)mask_bytes);
-    if (!sparse_decode(payload + h.seg[kSegEdgeFlags].offset, payload + h.seg[kSegEdgeBlocks].offset,
-                       h.seg[kSegEdgeBlocks].length / kBlockBytes, mask_bytes, edge.data())) {
-        corrupt(msg, "exception edge mask");
-        return false;
-    }
-    std::vector<uint8_t> change((size_t)div_up(k, 8));
-    if (k && !sparse_decode(payload + h.seg[kSegChangeFlags].offset, payload + h.seg[kSegChangeBlocks].offset,
-                            h.seg[kSegChangeBlocks].length / kBlockBytes, change.size(), change.data())) {
-        corrupt(msg, "exception change bits");
-        return false;
-    }
-    const uint8_t *values = payload + h.seg[kSegExceptionValues].offset;
-    uint64_t j = 0, run = 0;
-    T current{};
-    bool inside = false;
-    for (uint64_t b = 0; b < mask_bytes; ++b) {
-        const uint8_t e = edge[b];
-        if (!e && !inside) continue;
-        for (int bit = 0; bit < 8; ++bit) {
-            const uint64_t i = b * 8 + bit;
-            if (i >= n) {
-                if (e >> bit) { corrupt(msg, "edge mask bits past the end"); return false; }
-                break;
-            }
-            inside ^= (e >> bit) & 1;
-            if (!inside) continue;
-            if (j >= k) { corrupt(msg, "more exceptions than the header says"); return false; }
-            const bool differs = (change[j >> 3] >> (j & 7)) & 1;
-            if (j == 0 && !differs) { corrupt(msg, "first exception does not start a run"); return false; }
-            if (differs) {
-                if (run >= h.runs) { corrupt(msg, "more exception runs than the header says"); return false; }
-                std::memcpy(&current, values + run * sizeof(T), sizeof(T));
-                ++run;
-            }
-            out[i] = current;
-            ++j;
-        }
-    }
-    if (j != k || run != h.runs) {
-        corrupt(msg, "exception counts do not match the header");
-        return false;
-    }
-    for (uint64_t bit = k; bit < change.size() * 8; ++bit)
-        if ((change[bit >> 3] >> (bit & 7)) & 1) { corrupt(msg, "change bits past the end"); return false; }
-    return true;
 }
 
 // Scratch memory of the decoder, one set per calling thread.
@@ -471,7 +359,12 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const double twoeb = 2.0 * h.eb;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t i = 0; i < (int64_t)n; ++i) out[i] = dequantize<T>((int32_t)q[(size_t)i], twoeb);
-    if (h.exceptions && !decode_exceptions(h, payload, out, msg)) return ZB_ERR_CORRUPT;
+    if (h.exceptions) {
+        ByteSpan ex[kExceptionSegmentCount];
+        for (int i = 0; i < kExceptionSegmentCount; ++i)
+            ex[i] = {payload + h.seg[kSegEdgeFlags + i].offset, h.seg[kSegEdgeFlags + i].length};
+        if (!decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
+    }
     return ZB_OK;
 }
 

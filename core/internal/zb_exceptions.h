@@ -1,0 +1,140 @@
+// Exceptions (values kept bit for bit: NaN, Inf, -0.0, fill, unrepresentable) as stored by every pipeline
+// (docs/FORMAT.md section 5): an edge mask, change bits and run values. CPU implementation, shared by the v1 and v2
+// pipelines.
+#pragma once
+#include <cstring>
+#include <string>
+#include <vector>
+#include "zb_cpu.h"
+#include "zb_format.h"
+#include "zb_quant.h"
+
+namespace zb {
+
+// The five exception segments, in stream order.
+constexpr int kExceptionSegmentCount = 5;
+
+template <typename T> struct ExceptionStreams {
+    std::vector<uint8_t> edge_flags, change_flags;
+    std::string edge_blocks, change_blocks;
+    std::vector<T> run_values;
+    uint64_t count = 0;
+    uint64_t edge_nonzero_blocks() const { return edge_blocks.size() / kBlockBytes; }
+    uint64_t change_nonzero_blocks() const { return change_blocks.size() / kBlockBytes; }
+    // Byte length of each of the five segments.
+    uint64_t segment_length(int i) const {
+        switch (i) {
+            case 0: return edge_flags.size();
+            case 1: return edge_blocks.size();
+            case 2: return change_flags.size();
+            case 3: return change_blocks.size();
+            default: return run_values.size() * sizeof(T);
+        }
+    }
+    const void *segment_data(int i) const {
+        switch (i) {
+            case 0: return edge_flags.data();
+            case 1: return edge_blocks.data();
+            case 2: return change_flags.data();
+            case 3: return change_blocks.data();
+            default: return run_values.data();
+        }
+    }
+};
+
+// Encodes the exceptions of x marked by exc[i] != 0.
+template <typename T>
+void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStreams<T> &out, int nt) {
+    using U = typename FloatBits<T>::U;
+    const uint64_t mask_bytes = div_up(n, 8);
+    std::vector<uint8_t> edge((size_t)mask_bytes, 0);
+    uint64_t count = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : count)
+    for (int64_t b = 0; b < (int64_t)mask_bytes; ++b) {
+        uint8_t byte = 0;
+        for (int k = 0; k < 8; ++k) {
+            const uint64_t i = (uint64_t)b * 8 + k;
+            if (i >= n) break;
+            const uint8_t prev = i ? exc[i - 1] : 0;
+            byte |= (uint8_t)((exc[i] ^ prev) << k);
+            count += exc[i];
+        }
+        edge[(size_t)b] = byte;
+    }
+    out.count = count;
+    out.edge_flags.resize((size_t)sparse_flag_bytes(mask_bytes));
+    sparse_encode(edge.data(), mask_bytes, out.edge_flags.data(), out.edge_blocks);
+    if (!count) return;
+    std::vector<uint8_t> change((size_t)div_up(count, 8), 0);
+    uint64_t j = 0;
+    U prev = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (!exc[i]) continue;
+        const U v = bits_of(x[i]);
+        const bool differs = j == 0 || v != prev;
+        if (differs) {
+            change[j >> 3] |= (uint8_t)(1u << (j & 7));
+            out.run_values.push_back(x[i]);
+        }
+        prev = v;
+        ++j;
+    }
+    out.change_flags.resize((size_t)sparse_flag_bytes(change.size()));
+    sparse_encode(change.data(), change.size(), out.change_flags.data(), out.change_blocks);
+}
+
+// Decodes the exceptions from their five segments (edge flags, edge blocks, change flags, change blocks, values):
+// writes each exception's value to out[i] and, if mask is not null, mask[i] = 1 for exceptions (mask must be
+// zeroed by the caller). Validates the counts k and runs; false with msg set on corrupt input.
+template <typename T>
+bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t runs, T *out, uint8_t *mask,
+                       std::string &msg) {
+    const uint64_t mask_bytes = div_up(n, 8);
+    std::vector<uint8_t> edge((size_t)mask_bytes);
+    if (!sparse_decode(seg[0].data, seg[1].data, seg[1].size / kBlockBytes, mask_bytes, edge.data())) {
+        msg = "corrupt stream: exception edge mask";
+        return false;
+    }
+    std::vector<uint8_t> change((size_t)div_up(k, 8));
+    if (k && !sparse_decode(seg[2].data, seg[3].data, seg[3].size / kBlockBytes, change.size(), change.data())) {
+        msg = "corrupt stream: exception change bits";
+        return false;
+    }
+    const uint8_t *values = seg[4].data;
+    uint64_t j = 0, run = 0;
+    T current{};
+    bool inside = false;
+    for (uint64_t b = 0; b < mask_bytes; ++b) {
+        const uint8_t e = edge[b];
+        if (!e && !inside) continue;
+        for (int bit = 0; bit < 8; ++bit) {
+            const uint64_t i = b * 8 + bit;
+            if (i >= n) {
+                if (e >> bit) { msg = "corrupt stream: edge mask bits past the end"; return false; }
+                break;
+            }
+            inside ^= (e >> bit) & 1;
+            if (!inside) continue;
+            if (j >= k) { msg = "corrupt stream: more exceptions than the header says"; return false; }
+            const bool differs = (change[j >> 3] >> (j & 7)) & 1;
+            if (j == 0 && !differs) { msg = "corrupt stream: first exception does not start a run"; return false; }
+            if (differs) {
+                if (run >= runs) { msg = "corrupt stream: more exception runs than the header says"; return false; }
+                std::memcpy(&current, values + run * sizeof(T), sizeof(T));
+                ++run;
+            }
+            out[i] = current;
+            if (mask) mask[i] = 1;
+            ++j;
+        }
+    }
+    if (j != k || run != runs) {
+        msg = "corrupt stream: exception counts do not match the header";
+        return false;
+    }
+    for (uint64_t bit = k; bit < change.size() * 8; ++bit)
+        if ((change[bit >> 3] >> (bit & 7)) & 1) { msg = "corrupt stream: change bits past the end"; return false; }
+    return true;
+}
+
+}  // namespace zb
