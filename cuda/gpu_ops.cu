@@ -137,6 +137,10 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         ZB_CUDA(cudaStreamSynchronize(s));
         Header h;
         if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
+        if (h.version != kFormatVersionV1) {
+            msg = "format-v2 streams (interp predictor) decode on the CPU only in this version";
+            return ZB_ERR_UNSUPPORTED;
+        }
         if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
         const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
         if (dst_capacity < out_bytes) {

@@ -23,14 +23,37 @@ bool value_range(zb_dtype dtype, const void *src, uint64_t n, int has_fill, uint
 zb_status cpu_compress(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, uint8_t *dst,
                        size_t dst_capacity, size_t *dst_len, int threads, std::string &msg);
 
-// Decodes a stream whose header was validated by read_header into dst (n values).
+// Decodes a v1 stream (or a raw-passthrough stream) whose header was validated by read_header into dst.
 zb_status cpu_decompress(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg);
+
+// The stored predictor and encoder for the parameters (AUTO resolved). Lorenzo + fast is format v1, anything
+// else format v2.
+void resolve_pipeline(const zb_params &p, uint8_t &predictor, uint8_t &encoder);
+inline bool is_v1_pipeline(uint8_t predictor, uint8_t encoder) {
+    return predictor == kPredLorenzo && encoder == kEncFast;
+}
+
+// Format-v2 pipelines (core/src/pipeline_v2.cpp).
+zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
+                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg);
+zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg);
 
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)
 // bytes; non-zero blocks are appended to `blocks`. Returns the number of non-zero blocks.
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks);
 // Inverse: expands into `out` (bytes long). False if flags and blocks disagree (corrupt stream).
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t bytes, uint8_t *out);
+
+// The fast encoder's code stream (docs/FORMAT.md section 5) over any array of 16-bit codes: tile flags
+// (code_tiles(n) * kTileFlagBytes bytes into `flags`) and the non-zero blocks appended to `blocks`; returns their
+// count. Tile flags and counts come from tile_flags().
+uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, std::string &blocks, int nt);
+// Inverse into codes, which must hold code_tiles(n) * kTileCodes entries (the zero padding of the last tile is
+// checked). False when flags, block count or padding are inconsistent.
+bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
+                       int nt);
+// Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
+uint64_t tile_flags(const uint8_t *tile, uint8_t *flags);
 
 // Bitshuffle of one 2048-code tile into 4096 bytes and back.
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile);

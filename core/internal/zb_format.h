@@ -10,9 +10,20 @@
 namespace zb {
 
 constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
-constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kFormatVersion = 2;     // newest version this library reads and writes
+constexpr uint16_t kFormatVersionV1 = 1;   // Lorenzo + fast encoder streams are still written as v1 (byte-stable)
 constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
-constexpr int kMaxSegments = 8;
+constexpr int kMaxSegments = 16;  // v2 with the ratio encoder uses up to 1 + 4 + 1 + 5
+
+// Predictors and encoders as stored in the header.
+enum StoredPredictor : uint8_t { kPredRaw = 0, kPredLorenzo = 1, kPredInterp = 2 };
+enum StoredEncoder : uint8_t { kEncRaw = 0, kEncFast = 1, kEncRatio = 2 };
+
+// Format v2 (docs/FORMAT.md section 8): segment 0 holds the pipeline parameters, then the encoder's segments, the
+// escapes and the five exception segments.
+constexpr uint64_t kV2CommonParamBytes = 8;  // u32 radius, u32 reserved (0)
+constexpr int kFastCodeSegmentCount = 2;      // block flags, non-zero blocks
+int v2_encoder_segments(uint8_t encoder);     // 0 if unknown
 
 enum HeaderFlags : uint8_t { kFlagRaw = 1, kFlagEscapes = 2, kFlagExceptions = 4, kKnownFlags = 7 };
 
@@ -36,6 +47,7 @@ struct ByteSpan {
 };
 
 struct Header {
+    uint16_t version = kFormatVersionV1;
     zb_dtype dtype = ZB_F32;
     Shape shape;
     zb_mode mode = ZB_MODE_ABS;
@@ -62,6 +74,9 @@ inline uint64_t code_tiles(uint64_t n) { return div_up(n, kTileCodes); }
 
 // Fills seg[] offsets/lengths of a fast-encoder header from its counts and the two mask non-zero block counts.
 void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks);
+
+// Fills the offsets of a v2 header from its segment lengths (h.nsegments = count) and sets the flags from the counts.
+void v2_layout(Header &h, const uint64_t *lengths, int count);
 
 // Writes the header (h.header_bytes() bytes) to dst, computing the header CRC. Payload CRC must be set.
 void write_header(const Header &h, uint8_t *dst);

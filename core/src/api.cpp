@@ -93,12 +93,10 @@ zb_status check_params(const zb_params *p) {
         return set_error(ZB_ERR_INVALID_ARG, "unknown bound mode " + std::to_string(mode));
     if (!std::isfinite(p->bound) || p->bound < 0)
         return set_error(ZB_ERR_INVALID_ARG, "the bound must be finite and >= 0, got " + std::to_string(p->bound));
-    if (pred == ZB_PRED_INTERP)
-        return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor is not in stream format v1 yet");
-    if (pred != ZB_PRED_AUTO && pred != ZB_PRED_LORENZO)
+    if (pred != ZB_PRED_AUTO && pred != ZB_PRED_LORENZO && pred != ZB_PRED_INTERP)
         return set_error(ZB_ERR_INVALID_ARG, "unknown predictor " + std::to_string(pred));
     if (enc == ZB_ENC_RATIO)
-        return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder is not in stream format v1 yet");
+        return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder is not in this build yet");
     if (enc != ZB_ENC_AUTO && enc != ZB_ENC_FAST)
         return set_error(ZB_ERR_INVALID_ARG, "unknown encoder " + std::to_string(enc));
     if (backend != ZB_BACKEND_AUTO && backend != ZB_BACKEND_CPU && backend != ZB_BACKEND_GPU)
@@ -163,8 +161,18 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
         const double t0 = now_seconds();
         std::string msg;
+        uint8_t pred, enc;
+        zb::resolve_pipeline(*params, pred, enc);
+        const bool v1 = zb::is_v1_pipeline(pred, enc);
         bool required = false;
-        if (const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required)) {
+        const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
+        if (gpu && !v1) {
+            if (required)
+                return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor runs on the CPU only in this version");
+            log_once("the interp predictor runs on the CPU only in this version");
+            gpu = nullptr;
+        }
+        if (gpu) {
             const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
             if (s == ZB_OK) return ZB_OK;
             if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
@@ -174,8 +182,10 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
                                          "no driver)");
         }
         const int nt = zb::resolve_threads(params->threads, shape.n);
-        const zb_status s = zb::cpu_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
-                                             dst_len, nt, msg);
+        uint8_t *out = static_cast<uint8_t *>(dst);
+        const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
+                               : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
+                                                     dst_len, nt, msg);
         if (s != ZB_OK) return set_error(s, msg);
         const double dt = now_seconds() - t0;
         fill_stats(stats, ZB_BACKEND_CPU, dt, dt, in_bytes, *dst_len);
@@ -191,7 +201,7 @@ zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *in
         if (zb_status s = zb::read_header(static_cast<const uint8_t *>(src), src_len, h, msg, false))
             return set_error(s, msg);
         std::memset(info, 0, sizeof *info);
-        info->format_version = zb::kFormatVersion;
+        info->format_version = h.version;
         info->dtype = h.dtype;
         info->rank = h.shape.rank;
         for (int i = 0; i < 3; ++i) info->dims[i] = h.shape.dims[i];
@@ -232,7 +242,12 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
                                                           " bytes, the stream decodes to " +
                                                           std::to_string(out_bytes));
         bool required = false;
-        if (const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required)) {
+        const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
+        if (gpu && h.version != zb::kFormatVersionV1) {
+            if (required) return set_error(ZB_ERR_UNSUPPORTED, "format-v2 streams decode on the CPU only in this version");
+            gpu = nullptr;
+        }
+        if (gpu) {
             const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
             if (s == ZB_OK) return ZB_OK;
             if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
@@ -240,7 +255,9 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
         } else if (required) {
             return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
         }
-        if (zb_status s = zb::cpu_decompress(h, stream, dst, nt, msg)) return set_error(s, msg);
+        const zb_status s = h.version == zb::kFormatVersionV1 ? zb::cpu_decompress(h, stream, dst, nt, msg)
+                                                               : zb::cpu_decompress_v2(h, stream, dst, nt, msg);
+        if (s != ZB_OK) return set_error(s, msg);
         const double dt = now_seconds() - t0;
         fill_stats(stats, ZB_BACKEND_CPU, dt, dt, src_len, out_bytes);
         return ZB_OK;
@@ -256,6 +273,10 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (!d_src || !d_dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
         zb::Shape shape;
         if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
+        uint8_t pred, enc;
+        zb::resolve_pipeline(*params, pred, enc);
+        if (!zb::is_v1_pipeline(pred, enc))
+            return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor runs on the CPU only in this version");
         const zb::GpuOps *gpu = zb::gpu_ops();
         if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
         if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");

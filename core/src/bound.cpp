@@ -18,6 +18,11 @@ double derive_abs_bound(zb_mode mode, double bound, bool has_range, double vmin,
     return (eb > 0 && std::isfinite(eb)) ? eb : 0.0;
 }
 
+void resolve_pipeline(const zb_params &p, uint8_t &predictor, uint8_t &encoder) {
+    predictor = p.predictor == ZB_PRED_INTERP ? kPredInterp : kPredLorenzo;
+    encoder = p.encoder == ZB_ENC_RATIO ? kEncRatio : kEncFast;
+}
+
 namespace {
 template <typename T>
 bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int threads, double &vmin, double &vmax) {

@@ -107,19 +107,7 @@ void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, ui
             tile_codes<Rank>(q, s, zero.data(), t, codes, esc_per_part[r]);
             uint8_t *tile = shuffled + t * kTileBytes;
             bitshuffle_tile(codes, tile);
-            uint8_t *flags = code_flags + t * kTileFlagBytes;
-            std::memset(flags, 0, kTileFlagBytes);
-            uint64_t nnz = 0;
-            for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
-                uint64_t w0, w1;
-                std::memcpy(&w0, tile + b * kBlockBytes, 8);
-                std::memcpy(&w1, tile + b * kBlockBytes + 8, 8);
-                if (w0 | w1) {
-                    flags[b >> 3] |= (uint8_t)(1u << (b & 7));
-                    ++nnz;
-                }
-            }
-            tile_nnz[t] = nnz;
+            tile_nnz[t] = tile_flags(tile, code_flags + t * kTileFlagBytes);
         }
     }
     for (auto &e : esc_per_part) escapes.insert(escapes.end(), e.begin(), e.end());
@@ -270,11 +258,10 @@ void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
 struct DecoderScratch {
     ScratchArray<uint16_t> codes;
     ScratchArray<uint32_t> q;
-    ScratchArray<uint64_t> block_start, esc_start;
+    ScratchArray<uint64_t> esc_start;
     void trim() {
         codes.trim(kScratchKeepBytes);
         q.trim(kScratchKeepBytes);
-        block_start.trim(kScratchKeepBytes);
         esc_start.trim(kScratchKeepBytes);
     }
 };
@@ -293,45 +280,20 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
 
     struct TrimOnExit { ~TrimOnExit() { t_dec.trim(); } } trim_on_exit;
-    // Where each tile's blocks start: popcounts of the flags.
-    uint64_t *block_start = t_dec.block_start.get((size_t)ntiles + 1);
-    block_start[0] = 0;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        uint64_t c = 0;
-        for (uint64_t b = 0; b < kTileFlagBytes; ++b) c += (uint64_t)__builtin_popcount(code_flags[t * kTileFlagBytes + b]);
-        block_start[(size_t)t + 1] = c;
-    }
-    for (uint64_t t = 0; t < ntiles; ++t) block_start[t + 1] += block_start[t];
-    if (block_start[ntiles] != h.nonzero_code_blocks) return corrupt(msg, "code block flags do not match the count");
-
-    // Expand and unshuffle every tile into codes; count escapes per tile.
     uint16_t *codes = t_dec.codes.get((size_t)(ntiles * kTileCodes));
+    if (!fast_decode_codes(code_flags, blocks, h.nonzero_code_blocks, n, codes, nt))
+        return corrupt(msg, "code blocks do not match their flags");
+    // Escapes per tile, then where each tile's escapes start.
     uint64_t *esc_start = t_dec.esc_start.get((size_t)ntiles + 1);
     esc_start[0] = 0;
-    int bad_padding = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
+#pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        uint8_t tile[kTileBytes];
-        const uint8_t *flags = code_flags + t * kTileFlagBytes;
-        const uint8_t *src = blocks + block_start[(size_t)t] * kBlockBytes;
-        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
-            if (flags[b >> 3] & (1u << (b & 7))) {
-                std::memcpy(tile + b * kBlockBytes, src, kBlockBytes);
-                src += kBlockBytes;
-            } else {
-                std::memset(tile + b * kBlockBytes, 0, kBlockBytes);
-            }
-        }
-        uint16_t *c = codes + (size_t)t * kTileCodes;
-        bitunshuffle_tile(tile, c);
+        const uint16_t *c = codes + (size_t)t * kTileCodes;
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
         uint64_t esc = 0;
         for (uint64_t j = 0; j < valid; ++j) esc += c[j] == kEscapeCode;
-        for (uint64_t j = valid; j < kTileCodes; ++j) bad_padding |= c[j] != 0;
         esc_start[(size_t)t + 1] = esc;
     }
-    if (bad_padding) return corrupt(msg, "non-zero padding codes");
     for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
     if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
+#include "zb_interp.h"
 
 namespace zb {
 
@@ -28,9 +29,25 @@ void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzer
     h.flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
 }
 
+int v2_encoder_segments(uint8_t encoder) {
+    if (encoder == kEncFast) return kFastCodeSegmentCount;
+    return 0;  // the ratio encoder's segments are added with the ratio encoder
+}
+
+void v2_layout(Header &h, const uint64_t *lengths, int count) {
+    h.nsegments = count;
+    uint64_t off = 0;
+    for (int i = 0; i < count; ++i) {
+        h.seg[i].offset = off;
+        h.seg[i].length = lengths[i];
+        off += lengths[i];
+    }
+    h.flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
+}
+
 void write_header(const Header &h, uint8_t *p) {
     std::memcpy(p, kMagic, 4);
-    put_u16(p + 4, kFormatVersion);
+    put_u16(p + 4, h.version);
     put_u16(p + 6, (uint16_t)h.header_bytes());
     put_u8(p + 8, (uint8_t)h.dtype);
     put_u8(p + 9, (uint8_t)h.shape.rank);
@@ -62,6 +79,13 @@ zb_status fail(std::string &msg, zb_status s, const std::string &why) {
     msg = why;
     return s;
 }
+
+// Counts that no valid stream of n values exceeds.
+bool counts_plausible(const Header &h) {
+    const uint64_t n = h.shape.n;
+    return h.escapes <= n && h.exceptions <= n && h.runs <= h.exceptions && (h.exceptions > 0) == (h.runs > 0) &&
+           h.nonzero_code_blocks <= code_tiles(n) * (kTileBytes / kBlockBytes) && !(h.eb == 0 && h.exceptions != n);
+}
 }  // namespace
 
 zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg, bool verify_payload, int threads) {
@@ -73,7 +97,8 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     if (version > kFormatVersion)
         return fail(msg, ZB_ERR_VERSION, "stream format version " + std::to_string(version) +
                                              " is newer than this library (" + std::to_string(kFormatVersion) + ")");
-    if (version != kFormatVersion) return fail(msg, ZB_ERR_CORRUPT, "unknown stream format version");
+    if (version < kFormatVersionV1) return fail(msg, ZB_ERR_CORRUPT, "unknown stream format version");
+    h.version = version;
     const int nseg = get_u16(p + 14);
     if (nseg < 1 || nseg > kMaxSegments) return fail(msg, ZB_ERR_CORRUPT, "bad segment count");
     const size_t hbytes = kHeaderFixedBytes + 16 * (size_t)nseg + 8;
@@ -82,6 +107,7 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     if (get_u32(p + hbytes - 4) != crc32c(p, hbytes - 4)) return fail(msg, ZB_ERR_CORRUPT, "header checksum mismatch");
 
     const uint8_t dtype = p[8], rank = p[9], mode = p[10];
+    h.version = version;
     h.predictor = p[11];
     h.encoder = p[12];
     h.flags = p[13];
@@ -128,23 +154,36 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
         if (h.predictor || h.encoder || nseg != 1 || h.escapes || h.exceptions || h.runs || h.nonzero_code_blocks ||
             h.seg[0].length != n * vb)
             return fail(msg, ZB_ERR_CORRUPT, "inconsistent raw-passthrough header");
-    } else {
-        if (h.predictor != 1 || h.encoder != 1) return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
+    } else if (h.version == kFormatVersionV1) {
+        if (h.predictor != kPredLorenzo || h.encoder != kEncFast)
+            return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
         if (nseg != kFastSegmentCount) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for the fast encoder");
-        if (h.escapes > n || h.exceptions > n || h.runs > h.exceptions || (h.exceptions > 0) != (h.runs > 0) ||
-            h.nonzero_code_blocks > code_tiles(n) * (kTileBytes / kBlockBytes) ||
-            ((h.flags & kFlagEscapes) != 0) != (h.escapes > 0) ||
-            ((h.flags & kFlagExceptions) != 0) != (h.exceptions > 0))
-            return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");
-        if (h.eb == 0 && h.exceptions != n) return fail(msg, ZB_ERR_CORRUPT, "lossless stream with regular values");
+        if (!counts_plausible(h)) return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");
         Header expect = h;
-        const uint64_t edge_blocks = h.seg[kSegEdgeBlocks].length / kBlockBytes;
-        const uint64_t change_blocks = h.seg[kSegChangeBlocks].length / kBlockBytes;
-        fast_layout(expect, edge_blocks, change_blocks);
+        fast_layout(expect, h.seg[kSegEdgeBlocks].length / kBlockBytes, h.seg[kSegChangeBlocks].length / kBlockBytes);
         if (expect.flags != h.flags) return fail(msg, ZB_ERR_CORRUPT, "inconsistent flags");
         for (int i = 0; i < kFastSegmentCount; ++i)
             if (expect.seg[i].length != h.seg[i].length)
                 return fail(msg, ZB_ERR_CORRUPT, "segment " + std::to_string(i) + " has the wrong length");
+    } else {
+        // v2: [parameters][encoder segments][escapes][5 exception segments].
+        if ((h.predictor != kPredLorenzo && h.predictor != kPredInterp) || v2_encoder_segments(h.encoder) == 0)
+            return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
+        const int enc = v2_encoder_segments(h.encoder);
+        if (nseg != 1 + enc + 1 + 5) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for a v2 stream");
+        if (!counts_plausible(h)) return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");
+        const uint8_t want_flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
+        if (want_flags != h.flags) return fail(msg, ZB_ERR_CORRUPT, "inconsistent flags");
+        const uint64_t params = kV2CommonParamBytes + (h.predictor == kPredInterp ? (uint64_t)kInterpParamBytes : 0);
+        const int esc = 1 + enc, ex = esc + 1;
+        bool ok = h.seg[0].length == params && h.seg[esc].length == h.escapes * 4 &&
+                  h.seg[ex].length == sparse_flag_bytes(div_up(n, 8)) && h.seg[ex + 1].length % kBlockBytes == 0 &&
+                  h.seg[ex + 2].length == (h.exceptions ? sparse_flag_bytes(div_up(h.exceptions, 8)) : 0) &&
+                  h.seg[ex + 3].length % kBlockBytes == 0 && h.seg[ex + 4].length == h.runs * vb;
+        if (h.encoder == kEncFast)
+            ok = ok && h.seg[1].length == code_tiles(n) * kTileFlagBytes &&
+                 h.seg[2].length == h.nonzero_code_blocks * kBlockBytes;
+        if (!ok) return fail(msg, ZB_ERR_CORRUPT, "a v2 segment has the wrong length");
     }
     if (expect_off > len - hbytes)
         return fail(msg, ZB_ERR_TRUNCATED, "stream truncated: payload needs " + std::to_string(expect_off) +
@@ -159,6 +198,7 @@ size_t raw_stream_bytes(zb_dtype dtype, uint64_t n) {
 }
 
 size_t write_raw_stream(Header h, const void *values, uint8_t *dst, int threads) {
+    h.version = kFormatVersionV1;  // the raw layout is the same in every version
     h.predictor = 0;
     h.encoder = 0;
     h.flags = kFlagRaw;

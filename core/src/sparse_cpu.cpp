@@ -1,5 +1,7 @@
 // Bitshuffle of code tiles and the zero-block sparse pass, CPU versions (docs/FORMAT.md section 5).
+#include <algorithm>
 #include <cstring>
+#include <vector>
 #include "zb_cpu.h"
 
 namespace zb {
@@ -51,6 +53,84 @@ void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
         for (int b = 0; b < 8; ++b)
             codes[8 * k + b] = (uint16_t)(((lo >> (8 * b)) & 0xFF) | (((hi >> (8 * b)) & 0xFF) << 8));
     }
+}
+
+uint64_t tile_flags(const uint8_t *tile, uint8_t *flags) {
+    std::memset(flags, 0, kTileFlagBytes);
+    uint64_t nnz = 0;
+    for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
+        uint64_t w0, w1;
+        std::memcpy(&w0, tile + b * kBlockBytes, 8);
+        std::memcpy(&w1, tile + b * kBlockBytes + 8, 8);
+        if (w0 | w1) {
+            flags[b >> 3] |= (uint8_t)(1u << (b & 7));
+            ++nnz;
+        }
+    }
+    return nnz;
+}
+
+uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, std::string &blocks, int nt) {
+    const uint64_t ntiles = code_tiles(n);
+    std::vector<uint8_t> shuffled((size_t)(ntiles * kTileBytes));
+    std::vector<uint64_t> offset((size_t)ntiles + 1, 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        uint16_t tile_codes[kTileCodes] = {0};
+        const uint64_t base = (uint64_t)t * kTileCodes, valid = std::min<uint64_t>(kTileCodes, n - base);
+        std::memcpy(tile_codes, codes + base, (size_t)valid * 2);
+        uint8_t *tile = &shuffled[(size_t)t * kTileBytes];
+        bitshuffle_tile(tile_codes, tile);
+        offset[(size_t)t + 1] = tile_flags(tile, flags + t * kTileFlagBytes);
+    }
+    for (uint64_t t = 0; t < ntiles; ++t) offset[t + 1] += offset[t];
+    const size_t start = blocks.size();
+    blocks.resize(start + (size_t)(offset[ntiles] * kBlockBytes));
+    uint8_t *out = reinterpret_cast<uint8_t *>(&blocks[start]);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        uint8_t *o = out + offset[(size_t)t] * kBlockBytes;
+        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b)
+            if (flags[t * kTileFlagBytes + (b >> 3)] & (1u << (b & 7))) {
+                std::memcpy(o, &shuffled[(size_t)t * kTileBytes + b * kBlockBytes], kBlockBytes);
+                o += kBlockBytes;
+            }
+    }
+    return offset[ntiles];
+}
+
+bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
+                       int nt) {
+    const uint64_t ntiles = code_tiles(n);
+    std::vector<uint64_t> start((size_t)ntiles + 1, 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        uint64_t c = 0;
+        for (uint64_t b = 0; b < kTileFlagBytes; ++b) c += (uint64_t)__builtin_popcount(flags[t * kTileFlagBytes + b]);
+        start[(size_t)t + 1] = c;
+    }
+    for (uint64_t t = 0; t < ntiles; ++t) start[t + 1] += start[t];
+    if (start[ntiles] != nblocks) return false;
+    int bad_padding = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        uint8_t tile[kTileBytes];
+        const uint8_t *f = flags + t * kTileFlagBytes;
+        const uint8_t *src = blocks + start[(size_t)t] * kBlockBytes;
+        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
+            if (f[b >> 3] & (1u << (b & 7))) {
+                std::memcpy(tile + b * kBlockBytes, src, kBlockBytes);
+                src += kBlockBytes;
+            } else {
+                std::memset(tile + b * kBlockBytes, 0, kBlockBytes);
+            }
+        }
+        uint16_t *c = codes + (size_t)t * kTileCodes;
+        bitunshuffle_tile(tile, c);
+        const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
+        for (uint64_t j = valid; j < kTileCodes; ++j) bad_padding |= c[j] != 0;
+    }
+    return !bad_padding;
 }
 
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {

@@ -1,0 +1,99 @@
+// Spline-interpolation predictor (cuSZ-i G-Interp, docs/FORMAT.md "Interp predictor"): parameters, the spline
+// formulas and the residual quantization, shared by host and device. Every floating-point operation is an explicit
+// round-to-nearest double operation in a fixed order, so the CPU and the GPU reconstruct identical values.
+#pragma once
+#include <cstdint>
+#include <string>
+#include "zb_hd.h"
+#include "zb_quant.h"
+#include "zb_shape.h"
+
+namespace zb {
+
+constexpr int kInterpLevels = 3;        // strides 4, 2, 1
+constexpr int kInterpAnchorLog2 = 3;    // anchors on the lattice of multiples of 8 in every dim
+constexpr int kInterpParamBytes = 48;   // serialized size (after the v2 common parameters)
+
+// What the encoder tuned and the decoder needs; stored in the stream, never recomputed by the decoder.
+struct InterpParams {
+    uint8_t order[3] = {0, 1, 2};    // the 3D view's dims (0 = z, 1 = y, 2 = x) in processing order
+    uint8_t natural[3] = {0, 0, 0};  // per 3D dim: 1 = natural cubic spline, 0 = not-a-knot
+    double alpha = 1.0;              // level-wise bound reduction (Eq. 2 of cusz-i.txt)
+    // Bound of each level: level_eb[0] for stride 1, [1] stride 2, [2] stride 4, [3] the anchors.
+    double level_eb[kInterpLevels + 1] = {0, 0, 0, 0};
+};
+
+// Prediction of the value at coordinate c along one dim of length len, interpolating at stride s from the
+// reconstructed values at c-3s, c-s, c+s, c+3s (fetch(k) returns the value at coordinate k as a double). c-s always
+// exists (c >= s). Cubic with 4 neighbours, quadratic with 3, linear with 2, the left neighbour alone with 1.
+template <typename Fetch>
+ZB_HD double interp_predict(int64_t c, int64_t s, int64_t len, bool natural, Fetch fetch) {
+    const double b = fetch(c - s);
+    if (c + s >= len) return b;
+    const double cc = fetch(c + s);
+    const bool left3 = c - 3 * s >= 0, right3 = c + 3 * s < len;
+    if (left3 && right3) {
+        const double a = fetch(c - 3 * s), d = fetch(c + 3 * s);
+        const double inner = add_rn(b, cc), outer = add_rn(a, d);
+        if (natural)  // (-3a + 23b + 23c - 3d) / 40
+            return mul_rn(sub_rn(mul_rn(23.0, inner), mul_rn(3.0, outer)), 0.025);
+        return mul_rn(sub_rn(mul_rn(9.0, inner), outer), 0.0625);  // (-a + 9b + 9c - d) / 16
+    }
+    if (left3) {  // (-a + 6b + 3c) / 8
+        const double a = fetch(c - 3 * s);
+        return mul_rn(sub_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), a), 0.125);
+    }
+    if (right3) {  // (3b + 6c - d) / 8
+        const double d = fetch(c + 3 * s);
+        return mul_rn(sub_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), d), 0.125);
+    }
+    return mul_rn(add_rn(b, cc), 0.5);
+}
+
+// Quantizes the residual of x against prediction p with bin width twoe (= 2 * level bound): q in (-radius, radius)
+// and the reconstruction recon = (T)(p + q * twoe), which must lie within the global bound eb of x. Returns false
+// (q = 0, recon = x: the value becomes an exception stored exactly) when x is special or not representable.
+template <typename T>
+ZB_HD bool quantize_residual(T x, double p, double twoe, double recip, double eb, int32_t radius, int has_fill,
+                             uint64_t fill_bits, int32_t &q, T &recon) {
+    using U = typename FloatBits<T>::U;
+    const bool special = !is_finite_value(x) || (has_fill && bits_of(x) == (U)fill_bits);
+    const double xd = (double)x;
+    const double t = mul_rn(sub_rn(xd, p), recip);
+    const bool small = abs_value(t) < kQuantLimit;  // false for NaN
+    const int32_t qi = (int32_t)(small ? round_half_even(t) : 0.0);
+    const bool in_range = small && qi > -radius && qi < radius;
+    const T r = (T)add_rn(p, mul_rn((double)qi, twoe));
+    const bool within = abs_value(sub_rn(xd, (double)r)) <= eb;
+    const bool sign_ok = !(x == (T)0 && sign_bit(x) != sign_bit(r));
+    const bool regular = !special && in_range && within && sign_ok && eb > 0;
+    q = regular ? qi : 0;
+    recon = regular ? r : x;
+    return regular;
+}
+
+// The decoder's reconstruction of a regular value.
+template <typename T> ZB_HD T dequantize_residual(double p, int32_t q, double twoe) {
+    return (T)add_rn(p, mul_rn((double)q, twoe));
+}
+
+// Eq. 2 of cusz-i.txt: alpha from the value-range-relative bound eps.
+double interp_alpha(double eps);
+
+// Tunes the cubic variant per dim and the dim order from samples of x (host; the GPU path gathers the same samples)
+// and derives alpha and the level bounds from eb and the finite value range.
+template <typename T>
+InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits);
+
+// Serialization of the parameters (little-endian, kInterpParamBytes) and its validating inverse.
+void interp_params_write(const InterpParams &p, uint8_t *dst);
+bool interp_params_read(const uint8_t *src, InterpParams &p, std::string &why);
+
+// The 3D view of a folded shape: rank-1 and rank-2 shapes get leading unit dims.
+inline void view3(const Shape &s, int64_t d[3]) {
+    d[0] = (int64_t)s.nz();
+    d[1] = (int64_t)s.ny();
+    d[2] = (int64_t)s.nx();
+}
+
+}  // namespace zb

@@ -1,0 +1,174 @@
+// Format-v2 pipelines on the CPU (docs/FORMAT.md section 8): a predictor that yields one integer code per value
+// (interp), an encoder for the codes (fast), escapes and exceptions. Segment 0 carries the parameters the decoder
+// needs, so it never re-tunes.
+#include <cstring>
+#include <vector>
+#include "zb_bytes.h"
+#include "zb_cpu.h"
+#include "zb_crc32c.h"
+#include "zb_exceptions.h"
+#include "zb_interp_cpu.h"
+#include "zb_scratch.h"
+
+namespace zb {
+namespace {
+
+constexpr int32_t kFastRadius = 32768;  // every |code| < 2^15 fits a sign-magnitude 16-bit code
+
+struct V2Scratch {
+    ScratchArray<int32_t> codes;
+    ScratchArray<uint8_t> exc;
+    ScratchArray<uint16_t> codes16;
+    ScratchArray<uint8_t> recon;  // T values, typed at use
+    void trim() {
+        codes.trim(kScratchKeepBytes);
+        exc.trim(kScratchKeepBytes);
+        codes16.trim(kScratchKeepBytes);
+        recon.trim(kScratchKeepBytes);
+    }
+};
+thread_local V2Scratch t_v2;
+
+zb_status corrupt(std::string &msg, const std::string &why) {
+    msg = "corrupt stream: " + why;
+    return ZB_ERR_CORRUPT;
+}
+
+template <typename T>
+zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, const T *x, const Shape &s,
+                     uint8_t *dst, size_t cap, size_t *out_len, int nt, std::string &msg) {
+    struct TrimOnExit { ~TrimOnExit() { t_v2.trim(); } } trim_on_exit;
+    const uint64_t n = s.n;
+    Header h;
+    h.version = kFormatVersion;
+    h.dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
+    h.shape = s;
+    h.mode = p.mode;
+    h.bound = p.bound;
+    h.predictor = predictor;
+    h.encoder = encoder;
+    double vmin = 0, vmax = 0;
+    const bool has_range = value_range(h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
+    h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
+    if (encoder != kEncFast || predictor != kPredInterp) {
+        msg = "internal: no v2 pipeline for this predictor and encoder";
+        return ZB_ERR_UNSUPPORTED;
+    }
+    const int32_t radius = kFastRadius;
+
+    // Predictor: one code per value, exceptions, escapes.
+    int32_t *codes = t_v2.codes.get((size_t)n);
+    uint8_t *exc = t_v2.exc.get((size_t)n);
+    T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
+    std::vector<int32_t> escapes;
+    const InterpParams ip =
+        interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
+    interp_encode_cpu(x, s, ip, h.eb, radius, p.has_fill, p.fill_bits, codes, exc, recon, escapes, nt);
+
+    std::vector<uint8_t> params(kV2CommonParamBytes + kInterpParamBytes, 0);
+    put_u32(params.data(), (uint32_t)radius);
+    interp_params_write(ip, params.data() + kV2CommonParamBytes);
+
+    // Encoder: sign-magnitude 16-bit codes, escaped anchors as the escape code.
+    uint16_t *c16 = t_v2.codes16.get((size_t)n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i)
+        c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
+    std::vector<uint8_t> code_flags((size_t)(code_tiles(n) * kTileFlagBytes));
+    std::string code_blocks;
+    h.nonzero_code_blocks = fast_encode_codes(c16, n, code_flags.data(), code_blocks, nt);
+
+    ExceptionStreams<T> ex;
+    encode_exceptions(x, exc, n, ex, nt);
+    h.escapes = escapes.size();
+    h.exceptions = ex.count;
+    h.runs = ex.run_values.size();
+
+    // Segments in stream order.
+    std::vector<std::pair<const void *, uint64_t>> segs;
+    segs.push_back({params.data(), params.size()});
+    segs.push_back({code_flags.data(), code_flags.size()});
+    segs.push_back({code_blocks.data(), code_blocks.size()});
+    segs.push_back({escapes.data(), escapes.size() * 4});
+    for (int i = 0; i < kExceptionSegmentCount; ++i) segs.push_back({ex.segment_data(i), ex.segment_length(i)});
+    uint64_t lengths[kMaxSegments];
+    for (size_t i = 0; i < segs.size(); ++i) lengths[i] = segs[i].second;
+    v2_layout(h, lengths, (int)segs.size());
+
+    const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
+    const size_t raw_total = raw_stream_bytes(h.dtype, n);
+    if (total >= raw_total) {
+        if (cap < raw_total) {
+            msg = "output buffer too small: " + std::to_string(raw_total) + " bytes needed";
+            return ZB_ERR_BUFFER_TOO_SMALL;
+        }
+        *out_len = write_raw_stream(h, x, dst, nt);
+        return ZB_OK;
+    }
+    if (cap < total) {
+        msg = "output buffer too small: " + std::to_string(total) + " bytes needed";
+        return ZB_ERR_BUFFER_TOO_SMALL;
+    }
+    uint8_t *payload = dst + h.header_bytes();
+    for (size_t i = 0; i < segs.size(); ++i)
+        if (segs[i].second) std::memcpy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second);
+    h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
+    write_header(h, dst);
+    *out_len = total;
+    return ZB_OK;
+}
+
+template <typename T>
+zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, std::string &msg) {
+    struct TrimOnExit { ~TrimOnExit() { t_v2.trim(); } } trim_on_exit;
+    const uint64_t n = h.shape.n;
+    const uint8_t *payload = stream + h.header_bytes();
+    auto span = [&](int i) { return ByteSpan{payload + h.seg[i].offset, h.seg[i].length}; };
+    const ByteSpan params = span(0);
+    const int32_t radius = (int32_t)get_u32(params.data);
+    if (get_u32(params.data + 4) != 0) return corrupt(msg, "reserved parameter bytes are not zero");
+    if (h.encoder != kEncFast || h.predictor != kPredInterp) {
+        msg = "this library cannot decode the stream's predictor/encoder combination";
+        return ZB_ERR_UNSUPPORTED;
+    }
+    if (radius != kFastRadius) return corrupt(msg, "bad code radius for the fast encoder");
+    InterpParams ip;
+    std::string why;
+    if (!interp_params_read(params.data + kV2CommonParamBytes, ip, why)) return corrupt(msg, why);
+
+    // Codes.
+    uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
+    if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
+        return corrupt(msg, "code blocks do not match their flags");
+    int32_t *codes = t_v2.codes.get((size_t)n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i) codes[i] = c16[i] == kEscapeCode ? kEscapedCode : code_to_delta(c16[i]);
+
+    // Exceptions first: the predictor needs their exact values and positions.
+    uint8_t *mask = t_v2.exc.get((size_t)n);
+    std::memset(mask, 0, (size_t)n);
+    const int ex0 = 1 + kFastCodeSegmentCount + 1;
+    ByteSpan ex[kExceptionSegmentCount];
+    for (int i = 0; i < kExceptionSegmentCount; ++i) ex[i] = span(ex0 + i);
+    if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg)) return ZB_ERR_CORRUPT;
+
+    std::vector<int32_t> escapes((size_t)h.escapes);
+    if (h.escapes) std::memcpy(escapes.data(), span(ex0 - 1).data, (size_t)h.escapes * 4);
+    return interp_decode_cpu(h.shape, ip, radius, codes, escapes.data(), h.escapes, mask, out, nt, msg);
+}
+
+}  // namespace
+
+zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
+                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg) {
+    if (dtype == ZB_F64)
+        return compress_t(p, predictor, encoder, static_cast<const double *>(src), shape, dst, cap, len, nt, msg);
+    return compress_t(p, predictor, encoder, static_cast<const float *>(src), shape, dst, cap, len, nt, msg);
+}
+
+zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int nt, std::string &msg) {
+    if (h.dtype == ZB_F64) return decompress_t(h, stream, static_cast<double *>(dst), nt, msg);
+    return decompress_t(h, stream, static_cast<float *>(dst), nt, msg);
+}
+
+}  // namespace zb

@@ -1,0 +1,162 @@
+// The interp predictor (format v2) on the CPU: round trips over shape classes and dtypes with the bound on every
+// value, special values exact, bytes independent of the thread count, v2 header fields, corruption.
+#include <gtest/gtest.h>
+#include <random>
+#include "test_util.h"
+#include "zb_bytes.h"
+#include "zb_crc32c.h"
+#include "zb_format.h"
+#include "zb_interp.h"
+
+namespace {
+
+using Dims = std::vector<size_t>;
+
+zb_params interp_params(zb_mode mode, double bound) {
+    zb_params p = zb_params_default();
+    p.mode = mode;
+    p.bound = bound;
+    p.predictor = ZB_PRED_INTERP;
+    p.backend = ZB_BACKEND_CPU;
+    return p;
+}
+
+template <typename T> void roundtrip(const Dims &dims, zb_mode mode, double bound, double noise, uint32_t seed) {
+    const auto data = zbt::smooth_field<T>(dims, noise, seed);
+    const auto s = zbt::compress(data, dims, interp_params(mode, bound));
+    ASSERT_EQ(s.status, ZB_OK) << zb_last_error();
+    std::vector<T> out(data.size());
+    ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
+    EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes)), 0u) << data.size() << " values";
+}
+
+const std::vector<Dims> kShapes = {{1},       {7},          {8},         {9},           {17},      {2049},
+                                   {65537},   {1, 1000},    {1000, 1},   {31, 37},      {8, 8},    {9, 9},
+                                   {127, 129}, {5, 7, 11},  {9, 9, 9},   {33, 31, 65},  {2, 3, 5, 7}, {4, 3, 17, 19}};
+
+TEST(Interp, F32AbsAndRelAllShapes) {
+    for (const Dims &d : kShapes) {
+        roundtrip<float>(d, ZB_MODE_ABS, 1e-3, 0.01, 3);
+        for (double rel : {1e-2, 1e-3, 1e-4}) roundtrip<float>(d, ZB_MODE_REL, rel, 0.05, 4);
+    }
+}
+
+TEST(Interp, F64AbsAndRelAllShapes) {
+    for (const Dims &d : kShapes) {
+        roundtrip<double>(d, ZB_MODE_ABS, 1e-7, 1e-5, 5);
+        for (double rel : {1e-2, 1e-4}) roundtrip<double>(d, ZB_MODE_REL, rel, 0.05, 6);
+    }
+}
+
+TEST(Interp, SpecialValuesAndFillExact) {
+    Dims dims{40, 50, 30};
+    auto data = zbt::smooth_field<float>(dims, 0.01, 8);
+    const float fill = 1e36f;
+    for (size_t i = 0; i < data.size(); i += 97) data[i] = NAN;
+    for (size_t i = 3; i < data.size(); i += 131) data[i] = fill;
+    for (size_t i = 20000; i < 26000; ++i) data[i] = -INFINITY;  // a region (covers anchors and every level)
+    data[1] = -0.0f;
+    data[5000] = 3e38f;  // beyond any code range
+    zb_params p = interp_params(ZB_MODE_REL, 1e-3);
+    p.has_fill = 1;
+    p.fill_bits = zbt::bits(fill);
+    const auto s = zbt::compress(data, dims, p);
+    ASSERT_EQ(s.status, ZB_OK);
+    std::vector<float> out(data.size());
+    ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
+    EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes), true, fill), 0u);
+    EXPECT_EQ(zbt::bits(out[5000]), zbt::bits(data[5000]));
+}
+
+TEST(Interp, LosslessAndConstant) {
+    Dims dims{30, 40};
+    auto data = zbt::smooth_field<double>(dims, 0.5, 9);
+    auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 0.0));
+    ASSERT_EQ(s.status, ZB_OK);
+    std::vector<double> out(data.size());
+    ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+    for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(zbt::bits(data[i]), zbt::bits(out[i]));
+    std::vector<float> c(50000, -3.5f);
+    s = zbt::compress(c, {50000}, interp_params(ZB_MODE_REL, 1e-3));
+    ASSERT_EQ(s.status, ZB_OK);
+    std::vector<float> cout(c.size());
+    ASSERT_EQ(zbt::decompress(s.bytes, cout), ZB_OK);
+    EXPECT_EQ(cout, c);
+}
+
+TEST(Interp, StreamIsV2WithInterpParameters) {
+    Dims dims{64, 64};
+    const auto data = zbt::smooth_field<float>(dims, 0.01, 10);
+    const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 1e-2));
+    ASSERT_EQ(s.status, ZB_OK);
+    zb_stream_info info;
+    ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+    EXPECT_EQ(info.format_version, 2);
+    EXPECT_EQ(info.predictor, ZB_PRED_INTERP);
+    EXPECT_EQ(info.encoder, ZB_ENC_FAST);
+    EXPECT_EQ(info.raw, 0);
+    // Segment 0: radius, reserved, then the interp parameters: anchor stride 2^3, 3 levels, a permutation of the
+    // dims, level bounds eb / alpha^l with level 1 equal to the bound.
+    const uint8_t *params = s.bytes.data() + zb::kHeaderFixedBytes + 16 * zb::get_u16(s.bytes.data() + 14) + 8;
+    EXPECT_EQ(zb::get_u32(params), 32768u);
+    EXPECT_EQ(zb::get_u32(params + 4), 0u);
+    EXPECT_EQ(params[8], 3);
+    EXPECT_EQ(params[9], 3);
+    EXPECT_EQ(params[10] + params[11] + params[12], 3);
+    const double alpha = zb::get_f64(params + 16), e1 = zb::get_f64(params + 24), e2 = zb::get_f64(params + 32);
+    EXPECT_GE(alpha, 1.0);
+    EXPECT_LE(alpha, 2.0);
+    EXPECT_EQ(e1, 1e-2);
+    EXPECT_DOUBLE_EQ(e2, 1e-2 / alpha);
+}
+
+TEST(Interp, AlphaFollowsEquation2) {
+    EXPECT_EQ(zb::interp_alpha(1e-6), 1.0);
+    EXPECT_DOUBLE_EQ(zb::interp_alpha(1e-4), 1.25);
+    EXPECT_DOUBLE_EQ(zb::interp_alpha(1e-3), 1.5);
+    EXPECT_DOUBLE_EQ(zb::interp_alpha(1e-2), 1.75);
+    EXPECT_DOUBLE_EQ(zb::interp_alpha(5.5e-3), 1.5 + 0.25 * (4.5e-3 / 9e-3));
+    EXPECT_EQ(zb::interp_alpha(0.5), 2.0);
+}
+
+TEST(Interp, BytesIndependentOfThreadCount) {
+    Dims dims{70, 90, 40};
+    auto data = zbt::smooth_field<float>(dims, 0.2, 11);
+    for (size_t i = 0; i < data.size(); i += 101) data[i] = NAN;
+    std::vector<uint8_t> first;
+    for (int t : {1, 2, 5}) {
+        zb_params p = interp_params(ZB_MODE_REL, 1e-3);
+        p.threads = t;
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        if (first.empty()) first = s.bytes;
+        else EXPECT_EQ(s.bytes, first) << t << " threads";
+    }
+}
+
+TEST(Interp, CorruptionIsAnErrorNeverACrash) {
+    Dims dims{37, 41};
+    auto data = zbt::smooth_field<float>(dims, 0.3, 12);
+    data[100] = NAN;
+    data[200] = 1e30f;
+    const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 1e-3));
+    ASSERT_EQ(s.status, ZB_OK);
+    std::vector<float> out(data.size());
+    for (size_t len = 0; len < s.bytes.size(); len += 7) {
+        std::vector<uint8_t> t(s.bytes.begin(), s.bytes.begin() + (long)len);
+        ASSERT_NE(zb_decompress(t.data(), t.size(), out.data(), out.size() * 4, ZB_BACKEND_CPU, nullptr), ZB_OK);
+    }
+    // Payload damage with valid checksums: any status, no crash (ASan/UBSan run this too).
+    const int nseg = zb::get_u16(s.bytes.data() + 14);
+    const size_t hb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
+    std::mt19937 rng(13);
+    for (int k = 0; k < 2000; ++k) {
+        auto t = s.bytes;
+        t[hb + rng() % (t.size() - hb)] ^= (uint8_t)(1u << (rng() % 8));
+        zb::put_u32(t.data() + hb - 8, zb::payload_checksum(t.data() + hb, t.size() - hb, 1));
+        zb::put_u32(t.data() + hb - 4, zb::crc32c(t.data(), hb - 4));
+        (void)zbt::decompress(t, out);
+    }
+}
+
+}  // namespace
