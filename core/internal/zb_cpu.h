@@ -55,6 +55,9 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
 // Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags);
 
+// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas.
+void lorenzo_inverse(uint32_t *q, const Shape &s, int threads);
+
 // Bitshuffle of one 2048-code tile into 4096 bytes and back.
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile);
 void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes);

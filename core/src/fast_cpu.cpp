@@ -224,36 +224,6 @@ zb_status corrupt(std::string &msg, const char *why) {
     return ZB_ERR_CORRUPT;
 }
 
-// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas.
-void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
-    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t row = 0; row < (int64_t)(ny * nz); ++row) {
-        uint32_t *r = q + (uint64_t)row * nx;
-        for (uint64_t x = 1; x < nx; ++x) r[x] += r[x - 1];
-    }
-    if (s.rank >= 2) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t z = 0; z < (int64_t)nz; ++z) {
-            uint32_t *plane = q + (uint64_t)z * ny * nx;
-            for (uint64_t y = 1; y < ny; ++y) {
-                uint32_t *r = plane + y * nx;
-                const uint32_t *prev = r - nx;
-                for (uint64_t x = 0; x < nx; ++x) r[x] += prev[x];
-            }
-        }
-    }
-    if (s.rank == 3) {
-        const uint64_t plane = nx * ny;
-        for (uint64_t z = 1; z < nz; ++z) {
-            uint32_t *cur = q + z * plane;
-            const uint32_t *prev = cur - plane;
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t i = 0; i < (int64_t)plane; ++i) cur[i] += prev[i];
-        }
-    }
-}
-
 // Scratch memory of the decoder, one set per calling thread.
 struct DecoderScratch {
     ScratchArray<uint16_t> codes;
@@ -331,6 +301,36 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 }
 
 }  // namespace
+
+// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas.
+void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
+    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t row = 0; row < (int64_t)(ny * nz); ++row) {
+        uint32_t *r = q + (uint64_t)row * nx;
+        for (uint64_t x = 1; x < nx; ++x) r[x] += r[x - 1];
+    }
+    if (s.rank >= 2) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t z = 0; z < (int64_t)nz; ++z) {
+            uint32_t *plane = q + (uint64_t)z * ny * nx;
+            for (uint64_t y = 1; y < ny; ++y) {
+                uint32_t *r = plane + y * nx;
+                const uint32_t *prev = r - nx;
+                for (uint64_t x = 0; x < nx; ++x) r[x] += prev[x];
+            }
+        }
+    }
+    if (s.rank == 3) {
+        const uint64_t plane = nx * ny;
+        for (uint64_t z = 1; z < nz; ++z) {
+            uint32_t *cur = q + z * plane;
+            const uint32_t *prev = cur - plane;
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < (int64_t)plane; ++i) cur[i] += prev[i];
+        }
+    }
+}
 
 zb_status cpu_compress(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, uint8_t *dst,
                        size_t dst_capacity, size_t *dst_len, int threads, std::string &msg) {

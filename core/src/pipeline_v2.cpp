@@ -8,6 +8,7 @@
 #include "zb_crc32c.h"
 #include "zb_exceptions.h"
 #include "zb_interp_cpu.h"
+#include "zb_lorenzo.h"
 #include "zb_scratch.h"
 
 namespace zb {
@@ -34,6 +35,64 @@ zb_status corrupt(std::string &msg, const std::string &why) {
     return ZB_ERR_CORRUPT;
 }
 
+// The Lorenzo predictor with int32 codes: dual-quantization (section 3) and the whole-chunk Lorenzo deltas
+// (section 4); deltas with |d| >= radius are escaped.
+template <typename T>
+void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, int32_t radius, int32_t *codes,
+                       uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
+    const uint64_t n = s.n;
+    std::vector<uint32_t> q((size_t)n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i) {
+        int32_t qi;
+        exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
+        q[(size_t)i] = (uint32_t)qi;
+    }
+    const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny();
+    auto qat = [&](int64_t z, int64_t y, int64_t xx) -> uint32_t {
+        return (z < 0 || y < 0 || xx < 0) ? 0u : q[(size_t)((z * ny + y) * nx + xx)];
+    };
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i) {
+        const int64_t xx = i % nx, y = (i / nx) % ny, z = i / (nx * ny);
+        const int32_t d = s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
+                          : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
+                                        : lorenzo_delta<3>(z, y, xx, qat);
+        codes[i] = (d > -radius && d < radius) ? d : kEscapedCode;
+    }
+    for (uint64_t i = 0; i < n; ++i)  // escapes in index order
+        if (codes[i] == kEscapedCode) {
+            const int64_t xx = (int64_t)i % nx, y = ((int64_t)i / nx) % ny, z = (int64_t)i / (nx * ny);
+            escapes.push_back(s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
+                              : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
+                                            : lorenzo_delta<3>(z, y, xx, qat));
+        }
+}
+
+// Inverse: codes (escapes patched in order) -> N-D prefix sums -> values; exceptions keep the stored values.
+template <typename T>
+zb_status lorenzo_decode_v2(const Shape &s, double eb, const int32_t *codes, const int32_t *escapes,
+                            uint64_t nescapes, const uint8_t *mask, T *out, int nt, std::string &msg) {
+    const uint64_t n = s.n;
+    std::vector<uint32_t> q((size_t)n);
+    uint64_t e = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        int32_t d = codes[i];
+        if (d == kEscapedCode) {
+            if (e >= nescapes) return corrupt(msg, "more escape codes than escapes");
+            d = escapes[e++];
+        }
+        q[(size_t)i] = (uint32_t)d;
+    }
+    if (e != nescapes) return corrupt(msg, "escape count does not match the codes");
+    lorenzo_inverse(q.data(), s, nt);
+    const double twoeb = 2.0 * eb;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i)
+        if (!mask[i]) out[i] = dequantize<T>((int32_t)q[(size_t)i], twoeb);
+    return ZB_OK;
+}
+
 template <typename T>
 zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, const T *x, const Shape &s,
                      uint8_t *dst, size_t cap, size_t *out_len, int nt, std::string &msg) {
@@ -50,24 +109,27 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     double vmin = 0, vmax = 0;
     const bool has_range = value_range(h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    if (encoder != kEncFast || predictor != kPredInterp) {
-        msg = "internal: no v2 pipeline for this predictor and encoder";
+    if (encoder != kEncFast) {
+        msg = "internal: no v2 pipeline for this encoder";
         return ZB_ERR_UNSUPPORTED;
     }
     const int32_t radius = kFastRadius;
 
-    // Predictor: one code per value, exceptions, escapes.
+    // Predictor: one code per value, exceptions, escapes; its parameters go to segment 0.
     int32_t *codes = t_v2.codes.get((size_t)n);
     uint8_t *exc = t_v2.exc.get((size_t)n);
-    T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
     std::vector<int32_t> escapes;
-    const InterpParams ip =
-        interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
-    interp_encode_cpu(x, s, ip, h.eb, radius, p.has_fill, p.fill_bits, codes, exc, recon, escapes, nt);
-
-    std::vector<uint8_t> params(kV2CommonParamBytes + kInterpParamBytes, 0);
+    std::vector<uint8_t> params(kV2CommonParamBytes, 0);
     put_u32(params.data(), (uint32_t)radius);
-    interp_params_write(ip, params.data() + kV2CommonParamBytes);
+    if (predictor == kPredInterp) {
+        T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
+        const InterpParams ip = interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
+        interp_encode_cpu(x, s, ip, h.eb, radius, p.has_fill, p.fill_bits, codes, exc, recon, escapes, nt);
+        params.resize(kV2CommonParamBytes + kInterpParamBytes);
+        interp_params_write(ip, params.data() + kV2CommonParamBytes);
+    } else {
+        lorenzo_encode_v2(x, s, make_quant_params(h.eb, p.has_fill, p.fill_bits), radius, codes, exc, escapes, nt);
+    }
 
     // Encoder: sign-magnitude 16-bit codes, escaped anchors as the escape code.
     uint16_t *c16 = t_v2.codes16.get((size_t)n);
@@ -127,14 +189,15 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const ByteSpan params = span(0);
     const int32_t radius = (int32_t)get_u32(params.data);
     if (get_u32(params.data + 4) != 0) return corrupt(msg, "reserved parameter bytes are not zero");
-    if (h.encoder != kEncFast || h.predictor != kPredInterp) {
-        msg = "this library cannot decode the stream's predictor/encoder combination";
+    if (h.encoder != kEncFast) {
+        msg = "this library cannot decode the stream's encoder";
         return ZB_ERR_UNSUPPORTED;
     }
     if (radius != kFastRadius) return corrupt(msg, "bad code radius for the fast encoder");
     InterpParams ip;
     std::string why;
-    if (!interp_params_read(params.data + kV2CommonParamBytes, ip, why)) return corrupt(msg, why);
+    if (h.predictor == kPredInterp && !interp_params_read(params.data + kV2CommonParamBytes, ip, why))
+        return corrupt(msg, why);
 
     // Codes.
     uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
@@ -154,7 +217,9 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 
     std::vector<int32_t> escapes((size_t)h.escapes);
     if (h.escapes) std::memcpy(escapes.data(), span(ex0 - 1).data, (size_t)h.escapes * 4);
-    return interp_decode_cpu(h.shape, ip, radius, codes, escapes.data(), h.escapes, mask, out, nt, msg);
+    if (h.predictor == kPredInterp)
+        return interp_decode_cpu(h.shape, ip, radius, codes, escapes.data(), h.escapes, mask, out, nt, msg);
+    return lorenzo_decode_v2(h.shape, h.eb, codes, escapes.data(), h.escapes, mask, out, nt, msg);
 }
 
 }  // namespace
