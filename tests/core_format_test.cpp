@@ -105,6 +105,8 @@ std::vector<uint8_t> sample_stream() {
     zb_params p = zb_params_default();
     p.mode = ZB_MODE_ABS;
     p.bound = 0.01;
+    p.predictor = ZB_PRED_LORENZO;  // a format-v1 stream: the tests below rely on its 8-segment layout
+    p.encoder = ZB_ENC_FAST;
     auto s = zbt::compress(data, dims, p);
     EXPECT_EQ(s.status, ZB_OK);
     zb_stream_info info;

@@ -82,6 +82,8 @@ template <typename T> void run_case(const Case &c, std::map<std::string, uint32_
     zb_params p = zb_params_default();
     p.mode = c.mode;
     p.bound = c.bound;
+    p.predictor = ZB_PRED_LORENZO;  // the v1 pipeline: these files archive format v1
+    p.encoder = ZB_ENC_FAST;
     p.backend = ZB_BACKEND_CPU;
     if (c.specials) {
         p.has_fill = 1;

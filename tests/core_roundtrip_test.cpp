@@ -14,11 +14,13 @@ const std::vector<Dims> kShapes = {
 };
 
 template <typename T> void roundtrip_all_shapes(zb_mode mode, double bound, double noise) {
+    for (zb_predictor pred : {ZB_PRED_LORENZO, ZB_PRED_INTERP, ZB_PRED_AUTO})
     for (const Dims &dims : kShapes) {
         const auto data = zbt::smooth_field<T>(dims, noise, 17 + (uint32_t)dims.size());
         zb_params p = zb_params_default();
         p.mode = mode;
         p.bound = bound;
+        p.predictor = pred;
         p.backend = ZB_BACKEND_CPU;
         const auto s = zbt::compress(data, dims, p);
         ASSERT_EQ(s.status, ZB_OK) << zb_last_error();
@@ -28,7 +30,8 @@ template <typename T> void roundtrip_all_shapes(zb_mode mode, double bound, doub
         if (mode == ZB_MODE_ABS) {
             EXPECT_EQ(eb, bound);
         }
-        EXPECT_EQ(zbt::count_violations(data, out, eb), 0u) << "shape of " << data.size() << " values";
+        EXPECT_EQ(zbt::count_violations(data, out, eb), 0u)
+            << "shape of " << data.size() << " values, predictor " << (int)pred;
     }
 }
 

@@ -33,6 +33,12 @@ inline bool is_v1_pipeline(uint8_t predictor, uint8_t encoder) {
     return predictor == kPredLorenzo && encoder == kEncFast;
 }
 
+// resolve_pipeline, but AUTO choices are made by compressing a sample (about 1/32 of the array, 8Ki..1Mi values, a
+// centred sub-box) with each candidate on one thread and keeping the smallest stream; ties keep the faster
+// candidate. v1_only restricts the candidates to format-v1 pipelines (those the GPU runs).
+void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int threads,
+                     uint8_t &predictor, uint8_t &encoder);
+
 // Format-v2 pipelines (core/src/pipeline_v2.cpp).
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg);

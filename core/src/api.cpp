@@ -161,11 +161,12 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
         const double t0 = now_seconds();
         std::string msg;
-        uint8_t pred, enc;
-        zb::resolve_pipeline(*params, pred, enc);
-        const bool v1 = zb::is_v1_pipeline(pred, enc);
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
+        const int nt = zb::resolve_threads(params->threads, shape.n);
+        uint8_t pred, enc;
+        zb::choose_pipeline(*params, dtype, src, shape, gpu != nullptr, nt, pred, enc);
+        const bool v1 = zb::is_v1_pipeline(pred, enc);
         if (gpu && !v1) {
             if (required)
                 return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor runs on the CPU only in this version");
@@ -181,7 +182,6 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
             return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
                                          "no driver)");
         }
-        const int nt = zb::resolve_threads(params->threads, shape.n);
         uint8_t *out = static_cast<uint8_t *>(dst);
         const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
                                : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,

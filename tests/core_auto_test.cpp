@@ -1,0 +1,87 @@
+// predictor=auto / encoder=auto: the choice is made by sampling, recorded in the stream, and explicit choices are
+// kept. The fields below differ in which predictor suits them by a factor of 2 or more (measured with explicit
+// choices in the test itself), so a sample-based choice must find the better one.
+#include <gtest/gtest.h>
+#include <cmath>
+#include "test_util.h"
+
+namespace {
+
+zb_stream_info info_of(const std::vector<uint8_t> &s) {
+    zb_stream_info info;
+    EXPECT_EQ(zb_stream_info_get(s.data(), s.size(), &info), ZB_OK);
+    return info;
+}
+
+template <typename T>
+size_t size_with(const std::vector<T> &data, const std::vector<size_t> &dims, zb_predictor pred, double rel) {
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_REL;
+    p.bound = rel;
+    p.predictor = pred;
+    p.backend = ZB_BACKEND_CPU;
+    const auto s = zbt::compress(data, dims, p);
+    EXPECT_EQ(s.status, ZB_OK);
+    return s.bytes.size();
+}
+
+TEST(Auto, PicksTheClearlyBetterPredictor) {
+    // A smooth 2D field at a loose bound: interpolation wins. A 1D series at a tight bound: Lorenzo wins.
+    std::vector<size_t> d2{512, 512};
+    std::vector<float> smooth(512 * 512);
+    for (size_t i = 0; i < smooth.size(); ++i)
+        smooth[i] = (float)(100 * std::sin((double)(i % 512) / 50) * std::cos((double)(i / 512) / 37));
+    std::vector<size_t> d1{100000};
+    std::vector<float> series(100000);
+    for (size_t i = 0; i < series.size(); ++i) series[i] = (float)(100 * std::sin((double)i / 300));
+    struct Case {
+        const std::vector<float> &data;
+        const std::vector<size_t> &dims;
+        double rel;
+    } cases[] = {{smooth, d2, 1e-2}, {series, d1, 1e-3}};
+    for (const Case &c : cases) {
+        const size_t lor = size_with(c.data, c.dims, ZB_PRED_LORENZO, c.rel);
+        const size_t itp = size_with(c.data, c.dims, ZB_PRED_INTERP, c.rel);
+        ASSERT_TRUE(lor > 2 * itp || itp > 2 * lor) << "test field no longer separates the predictors";
+        const auto s = zbt::compress(c.data, c.dims, [&] {
+            zb_params p = zb_params_default();
+            p.mode = ZB_MODE_REL;
+            p.bound = c.rel;
+            p.backend = ZB_BACKEND_CPU;
+            return p;
+        }());
+        ASSERT_EQ(s.status, ZB_OK);
+        EXPECT_EQ(info_of(s.bytes).predictor, lor < itp ? ZB_PRED_LORENZO : ZB_PRED_INTERP);
+        std::vector<float> out(c.data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+        EXPECT_EQ(zbt::count_violations(c.data, out, zbt::abs_bound_of(s.bytes)), 0u);
+    }
+}
+
+TEST(Auto, ExplicitChoicesAreKept) {
+    std::vector<size_t> dims{300, 200};
+    const auto data = zbt::smooth_field<double>(dims, 0.01, 3);
+    for (zb_predictor pred : {ZB_PRED_LORENZO, ZB_PRED_INTERP}) {
+        zb_params p = zb_params_default();
+        p.predictor = pred;
+        p.encoder = ZB_ENC_FAST;
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        EXPECT_EQ(info_of(s.bytes).predictor, pred);
+        EXPECT_EQ(info_of(s.bytes).encoder, ZB_ENC_FAST);
+    }
+}
+
+TEST(Auto, TinyArraysAndSpecials) {
+    for (size_t n : {1, 2, 9, 100}) {
+        std::vector<float> data(n, 1.5f);
+        data[0] = NAN;
+        const auto s = zbt::compress(data, {n}, zb_params_default());
+        ASSERT_EQ(s.status, ZB_OK);
+        std::vector<float> out(n);
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+        EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes)), 0u);
+    }
+}
+
+}  // namespace
