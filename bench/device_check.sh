@@ -53,7 +53,7 @@ unset ZBOUND_BACKEND ZBOUND_GPU_MIN_BYTES
 : > "$OUT/bench.jsonl"
 for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57__TREFHT 110x64x128"; do
     set -- $spec
-    "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --backend gpu --size-mb 1024 \
+    "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor lorenzo --encoder fast --backend gpu --size-mb 1024 \
         --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_$1.err" ||
         echo "bench $1 failed: $(tail -2 "$OUT/bench_$1.err")"
 done

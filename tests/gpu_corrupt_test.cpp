@@ -36,6 +36,8 @@ template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims,
 template <typename T> void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials) {
     const auto data = busy_field<T>(dims, seed);
     zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+    p.encoder = ZB_ENC_FAST;
     p.mode = ZB_MODE_ABS;
     p.bound = 1e-3;
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
@@ -100,6 +102,8 @@ TEST(GpuCorrupt, TargetedErrors) {
     const std::vector<size_t> dims{1000};  // one tile, codes 1000..2047 are padding
     auto data = busy_field<float>(dims, 9);
     zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+    p.encoder = ZB_ENC_FAST;
     p.mode = ZB_MODE_ABS;
     p.bound = 1e-3;
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);

@@ -76,6 +76,8 @@ template <typename T> void device_api() {
     cudaStream_t user = nullptr;
     ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
     zb_params rel = zb_params_default();
+    rel.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+    rel.encoder = ZB_ENC_FAST;
     rel.mode = ZB_MODE_REL;
     rel.bound = 1e-3;
     const std::vector<size_t> d2{513, 1025}, d3{17, 33, 65}, d1{5};
@@ -86,6 +88,8 @@ template <typename T> void device_api() {
     round_trip(zbt::smooth_field<T>(d3, 0.0, 2, 0.0), d3, rel, user, 0, "3D");
     round_trip(zbt::smooth_field<T>(d1, 0.0, 3, 0.0), d1, rel, user, 1, "5 values (raw passthrough)");
     zb_params tight = zb_params_default();
+    tight.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+    tight.encoder = ZB_ENC_FAST;
     tight.mode = ZB_MODE_ABS;
     tight.bound = 1e-9;
     round_trip(zbt::smooth_field<T>(d2, 1.0, 4, 0.0), d2, tight, user, 0, "noise (raw passthrough)");
@@ -118,6 +122,8 @@ TEST(GpuAvailability, ReportsCleanly) {
     std::printf("zb_gpu_available() = %d\n", a);
     if (!a) {
         zb_params p = zb_params_default();
+        p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+        p.encoder = ZB_ENC_FAST;
         p.backend = ZB_BACKEND_GPU;
         const float x[4] = {1, 2, 3, 4};
         const size_t dims[1] = {4};

@@ -27,6 +27,8 @@ std::string name_of(const char *kind, const Dims &d, const zb_params &p) {
 
 zb_params params(zb_mode mode, double bound) {
     zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+    p.encoder = ZB_ENC_FAST;
     p.mode = mode;
     p.bound = bound;
     return p;

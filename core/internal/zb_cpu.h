@@ -35,7 +35,8 @@ inline bool is_v1_pipeline(uint8_t predictor, uint8_t encoder) {
 
 // resolve_pipeline, but AUTO choices are made by compressing a sample (about 1/32 of the array, 8Ki..1Mi values, a
 // centred sub-box) with each candidate on one thread and keeping the smallest stream; ties keep the faster
-// candidate. v1_only restricts the candidates to format-v1 pipelines (those the GPU runs).
+// candidate. v1_only restricts the candidates to format-v1 pipelines. The API never sets it: the choice must not
+// depend on the backend, so that the CPU and the GPU write the same bytes.
 void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int threads,
                      uint8_t &predictor, uint8_t &encoder);
 

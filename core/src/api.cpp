@@ -164,14 +164,22 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
         const int nt = zb::resolve_threads(params->threads, shape.n);
+        // The choice depends on the data and parameters only, never on the backend: the CPU and the GPU must
+        // write the same bytes (DESIGN invariant 4). A pipeline the GPU does not run goes to the CPU.
         uint8_t pred, enc;
-        zb::choose_pipeline(*params, dtype, src, shape, gpu != nullptr, nt, pred, enc);
+        zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
         const bool v1 = zb::is_v1_pipeline(pred, enc);
         if (gpu && !v1) {
-            if (required)
-                return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor runs on the CPU only in this version");
-            log_once("the interp predictor runs on the CPU only in this version");
+            const std::string why = std::string("the ") + (pred == zb::kPredInterp ? "interp predictor" : "ratio encoder") +
+                                    " runs on the CPU only in this version" +
+                                    (params->predictor == ZB_PRED_AUTO ? " (chosen by predictor=auto; set "
+                                                                         "predictor=lorenzo, encoder=fast for the GPU)"
+                                                                       : "");
+            // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
+            if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
+            log_once(why);
             gpu = nullptr;
+            required = false;
         }
         if (gpu) {
             const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
@@ -244,8 +252,11 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
         if (gpu && h.version != zb::kFormatVersionV1) {
-            if (required) return set_error(ZB_ERR_UNSUPPORTED, "format-v2 streams decode on the CPU only in this version");
+            const char *why = "format-v2 streams (interp predictor) decode on the CPU only in this version";
+            if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
+            log_once(why);
             gpu = nullptr;
+            required = false;
         }
         if (gpu) {
             const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
