@@ -8,6 +8,7 @@ add_library(zbound_cuda_obj OBJECT
   crc_gpu.cu
   scan_gpu.cu
   sparse_gpu.cu
+  ratio_gpu.cu
   encode_f32.cu
   encode_f64.cu
   decode_f32.cu

@@ -26,12 +26,12 @@ echo "== ctest under AddressSanitizer + UndefinedBehaviorSanitizer (decoder, for
 # The decoders read untrusted bytes: their tests (every truncation, bit flip, crafted header) also run with ASan and
 # UBSan so that an out-of-bounds read or undefined behaviour fails the suite even when the result looks right.
 ASAN_DIR=${ZBOUND_ASAN_BUILD_DIR:-build-asan}
-ASAN_TARGETS=(core_tests filter_cdvalues_tests filter_static_tests)
+ASAN_TARGETS=(core_tests filter_cdvalues_tests filter_static_tests ratio_tests)
 if cmake -S . -B "$ASAN_DIR" -DZBOUND_CUDA=OFF -DZBOUND_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
    cmake --build "$ASAN_DIR" -j "$JOBS" --target "${ASAN_TARGETS[@]}"; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$ASAN_DIR" --output-on-failure -j "$JOBS" --no-tests=error \
-    -R "^(Crc32c|Bitshuffle|Sparse|Quantize|Codes|Shape|Format|RoundTrip|Api|Plot3D/RealData|Golden|Interp|Auto|CdValues|static)\\."
+    -R "^(Crc32c|Bitshuffle|Sparse|Quantize|Codes|Shape|Format|RoundTrip|Api|Plot3D/RealData|Golden|Interp|Auto|CdValues|static|RatioCodebook|RatioCpu|RatioCorrupt)\\."
   rc=$?
   [ $rc -eq 0 ] || failed+=("sanitizer ctest (exit $rc)")
 else

@@ -76,6 +76,8 @@ TEST(Format, InfoReportsHeaderFields) {
     zb_params p = zb_params_default();
     p.mode = ZB_MODE_ABS;
     p.bound = 0.05;
+    p.predictor = ZB_PRED_LORENZO;  // a format-v1 stream
+    p.encoder = ZB_ENC_FAST;
     const auto s = zbt::compress(data, dims, p);
     ASSERT_EQ(s.status, ZB_OK);
     zb_stream_info info;

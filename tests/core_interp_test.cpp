@@ -12,22 +12,36 @@ namespace {
 
 using Dims = std::vector<size_t>;
 
-zb_params interp_params(zb_mode mode, double bound) {
+zb_params interp_params(zb_mode mode, double bound, zb_encoder enc = ZB_ENC_FAST) {
     zb_params p = zb_params_default();
     p.mode = mode;
     p.bound = bound;
     p.predictor = ZB_PRED_INTERP;
+    p.encoder = enc;
     p.backend = ZB_BACKEND_CPU;
     return p;
 }
 
+// Every v2 combination: interp with both encoders, Lorenzo with the ratio encoder.
+struct Pipeline {
+    zb_predictor pred;
+    zb_encoder enc;
+};
+const Pipeline kV2Pipelines[] = {
+    {ZB_PRED_INTERP, ZB_ENC_FAST}, {ZB_PRED_INTERP, ZB_ENC_RATIO}, {ZB_PRED_LORENZO, ZB_ENC_RATIO}};
+
 template <typename T> void roundtrip(const Dims &dims, zb_mode mode, double bound, double noise, uint32_t seed) {
     const auto data = zbt::smooth_field<T>(dims, noise, seed);
-    const auto s = zbt::compress(data, dims, interp_params(mode, bound));
-    ASSERT_EQ(s.status, ZB_OK) << zb_last_error();
-    std::vector<T> out(data.size());
-    ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
-    EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes)), 0u) << data.size() << " values";
+    for (const Pipeline &pl : kV2Pipelines) {
+        zb_params p = interp_params(mode, bound, pl.enc);
+        p.predictor = pl.pred;
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK) << zb_last_error();
+        std::vector<T> out(data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
+        EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes)), 0u)
+            << data.size() << " values, predictor " << (int)pl.pred << " encoder " << (int)pl.enc;
+    }
 }
 
 const std::vector<Dims> kShapes = {{1},       {7},          {8},         {9},           {17},      {2049},
@@ -57,15 +71,18 @@ TEST(Interp, SpecialValuesAndFillExact) {
     for (size_t i = 20000; i < 26000; ++i) data[i] = -INFINITY;  // a region (covers anchors and every level)
     data[1] = -0.0f;
     data[5000] = 3e38f;  // beyond any code range
-    zb_params p = interp_params(ZB_MODE_REL, 1e-3);
-    p.has_fill = 1;
-    p.fill_bits = zbt::bits(fill);
-    const auto s = zbt::compress(data, dims, p);
-    ASSERT_EQ(s.status, ZB_OK);
-    std::vector<float> out(data.size());
-    ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
-    EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes), true, fill), 0u);
-    EXPECT_EQ(zbt::bits(out[5000]), zbt::bits(data[5000]));
+    for (const Pipeline &pl : kV2Pipelines) {
+        zb_params p = interp_params(ZB_MODE_REL, 1e-3, pl.enc);
+        p.predictor = pl.pred;
+        p.has_fill = 1;
+        p.fill_bits = zbt::bits(fill);
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        std::vector<float> out(data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK) << zb_last_error();
+        EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes), true, fill), 0u);
+        EXPECT_EQ(zbt::bits(out[5000]), zbt::bits(data[5000]));
+    }
 }
 
 TEST(Interp, LosslessAndConstant) {
@@ -110,6 +127,24 @@ TEST(Interp, StreamIsV2WithInterpParameters) {
     EXPECT_DOUBLE_EQ(e2, 1e-2 / alpha);
 }
 
+TEST(Interp, RatioEncoderStreamsRecordRadius512) {
+    Dims dims{64, 64};
+    const auto data = zbt::smooth_field<float>(dims, 0.01, 10);
+    for (zb_predictor pred : {ZB_PRED_INTERP, ZB_PRED_LORENZO}) {
+        zb_params p = interp_params(ZB_MODE_ABS, 1e-2, ZB_ENC_RATIO);
+        p.predictor = pred;
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+        EXPECT_EQ(info.format_version, 2);
+        EXPECT_EQ(info.predictor, pred);
+        EXPECT_EQ(info.encoder, ZB_ENC_RATIO);
+        const uint8_t *params = s.bytes.data() + zb::kHeaderFixedBytes + 16 * zb::get_u16(s.bytes.data() + 14) + 8;
+        EXPECT_EQ(zb::get_u32(params), 512u);
+    }
+}
+
 TEST(Interp, AlphaFollowsEquation2) {
     EXPECT_EQ(zb::interp_alpha(1e-6), 1.0);
     EXPECT_DOUBLE_EQ(zb::interp_alpha(1e-4), 1.25);
@@ -125,7 +160,7 @@ TEST(Interp, BytesIndependentOfThreadCount) {
     for (size_t i = 0; i < data.size(); i += 101) data[i] = NAN;
     std::vector<uint8_t> first;
     for (int t : {1, 2, 5}) {
-        zb_params p = interp_params(ZB_MODE_REL, 1e-3);
+        zb_params p = interp_params(ZB_MODE_REL, 1e-3, ZB_ENC_RATIO);
         p.threads = t;
         const auto s = zbt::compress(data, dims, p);
         ASSERT_EQ(s.status, ZB_OK);
@@ -139,7 +174,8 @@ TEST(Interp, CorruptionIsAnErrorNeverACrash) {
     auto data = zbt::smooth_field<float>(dims, 0.3, 12);
     data[100] = NAN;
     data[200] = 1e30f;
-    const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 1e-3));
+    for (zb_encoder enc : {ZB_ENC_FAST, ZB_ENC_RATIO}) {
+    const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 1e-3, enc));
     ASSERT_EQ(s.status, ZB_OK);
     std::vector<float> out(data.size());
     for (size_t len = 0; len < s.bytes.size(); len += 7) {
@@ -156,6 +192,7 @@ TEST(Interp, CorruptionIsAnErrorNeverACrash) {
         zb::put_u32(t.data() + hb - 8, zb::payload_checksum(t.data() + hb, t.size() - hb, 1));
         zb::put_u32(t.data() + hb - 4, zb::crc32c(t.data(), hb - 4));
         (void)zbt::decompress(t, out);
+    }
     }
 }
 

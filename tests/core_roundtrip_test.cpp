@@ -218,8 +218,11 @@ TEST(Api, RejectsBadArguments) {
     p.mode = ZB_MODE_PW_REL;
     EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_UNSUPPORTED);
     p = zb_params_default();
-    p.encoder = ZB_ENC_RATIO;
-    EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_UNSUPPORTED);
+    p.encoder = (zb_encoder)7;
+    EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_INVALID_ARG);
+    p = zb_params_default();
+    p.predictor = (zb_predictor)-1;
+    EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_INVALID_ARG);
     EXPECT_STREQ(zb_status_string(ZB_ERR_CORRUPT), "corrupt stream");
 }
 

@@ -95,9 +95,7 @@ zb_status check_params(const zb_params *p) {
         return set_error(ZB_ERR_INVALID_ARG, "the bound must be finite and >= 0, got " + std::to_string(p->bound));
     if (pred != ZB_PRED_AUTO && pred != ZB_PRED_LORENZO && pred != ZB_PRED_INTERP)
         return set_error(ZB_ERR_INVALID_ARG, "unknown predictor " + std::to_string(pred));
-    if (enc == ZB_ENC_RATIO)
-        return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder is not in this build yet");
-    if (enc != ZB_ENC_AUTO && enc != ZB_ENC_FAST)
+    if (enc != ZB_ENC_AUTO && enc != ZB_ENC_FAST && enc != ZB_ENC_RATIO)
         return set_error(ZB_ERR_INVALID_ARG, "unknown encoder " + std::to_string(enc));
     if (backend != ZB_BACKEND_AUTO && backend != ZB_BACKEND_CPU && backend != ZB_BACKEND_GPU)
         return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(backend));

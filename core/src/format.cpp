@@ -5,6 +5,7 @@
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
 #include "zb_interp.h"
+#include "zb_ratio.h"
 
 namespace zb {
 
@@ -31,7 +32,8 @@ void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzer
 
 int v2_encoder_segments(uint8_t encoder) {
     if (encoder == kEncFast) return kFastCodeSegmentCount;
-    return 0;  // the ratio encoder's segments are added with the ratio encoder
+    if (encoder == kEncRatio) return kRatioSegmentCount;
+    return 0;
 }
 
 void v2_layout(Header &h, const uint64_t *lengths, int count) {

@@ -43,7 +43,8 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     std::vector<uint8_t> preds, encs;
     if (p.predictor == ZB_PRED_AUTO && !v1_only) preds = {kPredLorenzo, kPredInterp};
     else preds = {pred};
-    encs = {enc};
+    if (p.encoder == ZB_ENC_AUTO && !v1_only) encs = {kEncFast, kEncRatio};
+    else encs = {enc};
     if (preds.size() * encs.size() == 1) return;
 
     // The sample is compressed at the whole array's absolute bound, on one thread.

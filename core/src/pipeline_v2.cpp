@@ -1,5 +1,5 @@
 // Format-v2 pipelines on the CPU (docs/FORMAT.md section 8): a predictor that yields one integer code per value
-// (interp), an encoder for the codes (fast), escapes and exceptions. Segment 0 carries the parameters the decoder
+// (Lorenzo or interp), an encoder for the codes (fast or ratio), escapes and exceptions. Segment 0 carries the parameters the decoder
 // needs, so it never re-tunes.
 #include <cstring>
 #include <vector>
@@ -9,12 +9,14 @@
 #include "zb_exceptions.h"
 #include "zb_interp_cpu.h"
 #include "zb_lorenzo.h"
+#include "zb_ratio.h"
 #include "zb_scratch.h"
 
 namespace zb {
 namespace {
 
-constexpr int32_t kFastRadius = 32768;  // every |code| < 2^15 fits a sign-magnitude 16-bit code
+constexpr int32_t kFastRadius = 32768;   // every |code| < 2^15 fits a sign-magnitude 16-bit code
+constexpr int32_t kRatioRadius = 512;    // ratio encoder: symbol = code + R in [1, 2R), 0 = escaped anchor delta
 
 struct V2Scratch {
     ScratchArray<int32_t> codes;
@@ -109,11 +111,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     double vmin = 0, vmax = 0;
     const bool has_range = value_range(h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    if (encoder != kEncFast) {
-        msg = "internal: no v2 pipeline for this encoder";
-        return ZB_ERR_UNSUPPORTED;
-    }
-    const int32_t radius = kFastRadius;
+    const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
 
     // Predictor: one code per value, exceptions, escapes; its parameters go to segment 0.
     int32_t *codes = t_v2.codes.get((size_t)n);
@@ -131,14 +129,24 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         lorenzo_encode_v2(x, s, make_quant_params(h.eb, p.has_fill, p.fill_bits), radius, codes, exc, escapes, nt);
     }
 
-    // Encoder: sign-magnitude 16-bit codes, escaped anchors as the escape code.
+    // Encoder. fast: sign-magnitude 16-bit codes (escaped: 0x8000) through bitshuffle and the sparse pass.
+    // ratio: symbols code + R (escaped: 0) through canonical Huffman and the sparse pass.
     uint16_t *c16 = t_v2.codes16.get((size_t)n);
+    std::vector<std::string> enc_segs;
+    if (encoder == kEncFast) {
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i)
-        c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
-    std::vector<uint8_t> code_flags((size_t)(code_tiles(n) * kTileFlagBytes));
-    std::string code_blocks;
-    h.nonzero_code_blocks = fast_encode_codes(c16, n, code_flags.data(), code_blocks, nt);
+        for (int64_t i = 0; i < (int64_t)n; ++i)
+            c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
+        std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
+        h.nonzero_code_blocks = fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, nt);
+        enc_segs.push_back(std::move(flags));
+        enc_segs.push_back(std::move(blocks));
+    } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < (int64_t)n; ++i)
+            c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
+        if (zb_status st = ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, nt, enc_segs, nullptr, msg)) return st;
+    }
 
     ExceptionStreams<T> ex;
     encode_exceptions(x, exc, n, ex, nt);
@@ -149,8 +157,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     // Segments in stream order.
     std::vector<std::pair<const void *, uint64_t>> segs;
     segs.push_back({params.data(), params.size()});
-    segs.push_back({code_flags.data(), code_flags.size()});
-    segs.push_back({code_blocks.data(), code_blocks.size()});
+    for (const std::string &e : enc_segs) segs.push_back({e.data(), e.size()});
     segs.push_back({escapes.data(), escapes.size() * 4});
     for (int i = 0; i < kExceptionSegmentCount; ++i) segs.push_back({ex.segment_data(i), ex.segment_length(i)});
     uint64_t lengths[kMaxSegments];
@@ -189,11 +196,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const ByteSpan params = span(0);
     const int32_t radius = (int32_t)get_u32(params.data);
     if (get_u32(params.data + 4) != 0) return corrupt(msg, "reserved parameter bytes are not zero");
-    if (h.encoder != kEncFast) {
-        msg = "this library cannot decode the stream's encoder";
-        return ZB_ERR_UNSUPPORTED;
-    }
-    if (radius != kFastRadius) return corrupt(msg, "bad code radius for the fast encoder");
+    if (radius != (h.encoder == kEncRatio ? kRatioRadius : kFastRadius)) return corrupt(msg, "bad code radius");
     InterpParams ip;
     std::string why;
     if (h.predictor == kPredInterp && !interp_params_read(params.data + kV2CommonParamBytes, ip, why))
@@ -201,16 +204,26 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 
     // Codes.
     uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
-    if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
-        return corrupt(msg, "code blocks do not match their flags");
     int32_t *codes = t_v2.codes.get((size_t)n);
+    const int nenc = v2_encoder_segments(h.encoder);
+    if (h.encoder == kEncFast) {
+        if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
+            return corrupt(msg, "code blocks do not match their flags");
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) codes[i] = c16[i] == kEscapeCode ? kEscapedCode : code_to_delta(c16[i]);
+        for (int64_t i = 0; i < (int64_t)n; ++i)
+            codes[i] = c16[i] == kEscapeCode ? kEscapedCode : code_to_delta(c16[i]);
+    } else {
+        ByteSpan rs[kRatioSegmentCount];
+        for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
+        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg)) return st;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < (int64_t)n; ++i) codes[i] = c16[i] == 0 ? kEscapedCode : (int32_t)c16[i] - radius;
+    }
 
     // Exceptions first: the predictor needs their exact values and positions.
     uint8_t *mask = t_v2.exc.get((size_t)n);
     std::memset(mask, 0, (size_t)n);
-    const int ex0 = 1 + kFastCodeSegmentCount + 1;
+    const int ex0 = 1 + nenc + 1;
     ByteSpan ex[kExceptionSegmentCount];
     for (int i = 0; i < kExceptionSegmentCount; ++i) ex[i] = span(ex0 + i);
     if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg)) return ZB_ERR_CORRUPT;

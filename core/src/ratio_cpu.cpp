@@ -1,0 +1,589 @@
+// The ratio encoder stage on the CPU (docs/FORMAT.md, "Ratio encoder (format v2)"), and the host-side codebook
+// functions the CUDA backend shares: package-merge code lengths, canonical codes, codebook serialization, decode
+// tables.
+//
+// Encode: per-thread histograms over contiguous ranges of sub-blocks (their code-length sums give each range's
+// starting bit, so the bitstream is written in one pass), canonical Huffman codes written MSB-first in 32-bit
+// big-endian words, the two words a range shares with its neighbours merged afterwards, then the zero-block sparse
+// pass (sparse_encode) over slices of 128 bytes. Decode: sparse_decode per slice, metadata -> start bit of every
+// sub-block (validated), then OpenMP over sub-blocks with an 11-bit lookup table (three symbols per 64-bit load).
+#include <omp.h>
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+#include "zb_bytes.h"
+#include "zb_cpu.h"
+#include "zb_ratio.h"
+#include "zb_scratch.h"
+
+namespace zb {
+namespace {
+
+zb_status fail(std::string &msg, zb_status s, const std::string &what) {
+    msg = what;
+    return s;
+}
+
+inline uint64_t load_be64(const uint8_t *p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+inline void store_be32(uint8_t *p, uint32_t v) {
+    v = __builtin_bswap32(v);
+    std::memcpy(p, &v, 4);
+}
+
+struct RatioScratch {
+    ScratchArray<uint8_t> bits;  // the Huffman bitstream (encode: words; decode: expanded bytes + padding)
+    void trim() { bits.trim(kScratchKeepBytes); }
+};
+thread_local RatioScratch t_ratio;
+
+// Bytes a decoder may read past the start of the last sub-block's bits: S symbols of at most 16 bits plus one
+// 8-byte load. The expanded bitstream is followed by this many zero bytes.
+inline uint64_t decode_padding(int sub_block_log2) { return (2ull << sub_block_log2) + 16; }
+
+}  // namespace
+
+// ---- code lengths (package-merge) --------------------------------------------------------------------------------
+
+int ratio_code_lengths(const uint64_t *hist, uint32_t alphabet, int max_len, uint8_t *len) {
+    std::memset(len, 0, alphabet);
+    std::vector<uint32_t> leaf;  // used symbols
+    for (uint32_t s = 0; s < alphabet; ++s)
+        if (hist[s]) leaf.push_back(s);
+    const size_t m = leaf.size();
+    if (m == 0) return -1;
+    // (frequency ascending, symbol descending): the last leaf is the most frequent symbol, the smallest among equals.
+    std::sort(leaf.begin(), leaf.end(), [&](uint32_t a, uint32_t b) {
+        return hist[a] != hist[b] ? hist[a] < hist[b] : a > b;
+    });
+    const int s0 = (int)leaf.back();
+    if (m == 1) {
+        len[s0] = 1;
+        return s0;
+    }
+    std::vector<uint64_t> w(m);
+    for (size_t i = 0; i < m; ++i) w[i] = hist[leaf[i]];
+    // List j (1..max_len) = merge of the leaves with the packages (adjacent pairs) of list j+1; list max_len holds
+    // the leaves alone. is_leaf[j - 1] records the merged order of list j.
+    std::vector<std::vector<uint8_t>> is_leaf((size_t)max_len);
+    is_leaf[(size_t)max_len - 1].assign(m, 1);
+    std::vector<uint64_t> prev = w, cur, pk;
+    for (int j = max_len - 1; j >= 1; --j) {
+        pk.resize(prev.size() / 2);
+        for (size_t i = 0; i < pk.size(); ++i) pk[i] = prev[2 * i] + prev[2 * i + 1];
+        cur.clear();
+        std::vector<uint8_t> &fl = is_leaf[(size_t)j - 1];
+        fl.clear();
+        size_t a = 0, b = 0;
+        while (a < m || b < pk.size()) {
+            if (b == pk.size() || (a < m && w[a] <= pk[b])) {
+                cur.push_back(w[a++]);
+                fl.push_back(1);
+            } else {
+                cur.push_back(pk[b++]);
+                fl.push_back(0);
+            }
+        }
+        prev.swap(cur);
+    }
+    // Select the first 2m - 2 items of list 1; the packages among the first c items of list j select the first
+    // 2 * packages items of list j + 1. Every selected leaf adds one bit to its symbol's code length.
+    std::vector<uint8_t> depth(m, 0);
+    uint64_t c = 2 * (uint64_t)m - 2;
+    for (int j = 1; j <= max_len && c; ++j) {
+        const std::vector<uint8_t> &fl = is_leaf[(size_t)j - 1];
+        if (c > fl.size()) return -2;  // the limit is too small for m symbols (callers ensure it is not)
+        uint64_t leaves = 0;
+        for (uint64_t i = 0; i < c; ++i) leaves += fl[(size_t)i];
+        for (uint64_t i = 0; i < leaves; ++i) ++depth[(size_t)i];
+        c = 2 * (c - leaves);
+    }
+    for (size_t i = 0; i < m; ++i) len[leaf[i]] = depth[i];
+    return s0;
+}
+
+// ---- canonical codes and the codebook segment ---------------------------------------------------------------------
+
+void ratio_assign_codes(RatioCodebook &cb) {
+    const uint32_t A = cb.alphabet;
+    cb.code.assign(A, 0);
+    std::memset(cb.count, 0, sizeof cb.count);
+    cb.used = 0;
+    cb.min_len = 0;
+    cb.max_len = 0;
+    for (uint32_t s = 0; s < A; ++s)
+        if (cb.len[s]) {
+            ++cb.count[cb.len[s]];
+            ++cb.used;
+            if (!cb.min_len || cb.len[s] < cb.min_len) cb.min_len = cb.len[s];
+            if (cb.len[s] > cb.max_len) cb.max_len = cb.len[s];
+        }
+    uint32_t code = 0, idx = 0;
+    cb.first[0] = 0;
+    cb.base[0] = 0;
+    for (int l = 1; l <= kRatioMaxCodeLength; ++l) {
+        code = (code + cb.count[l - 1]) << 1;
+        cb.first[l] = code;
+        idx += cb.count[l - 1];
+        cb.base[l] = idx;
+    }
+    cb.perm.assign(cb.used, 0);
+    uint32_t next[kRatioMaxCodeLength + 1] = {};
+    for (uint32_t k = 0; k < A; ++k) {
+        const uint32_t s = (cb.s0 + k) % A;
+        const int l = cb.len[s];
+        if (!l) continue;
+        cb.perm[cb.base[l] + next[l]] = (uint16_t)s;
+        cb.code[s] = (uint16_t)(cb.first[l] + next[l]);
+        ++next[l];
+    }
+}
+
+std::string ratio_write_codebook(const RatioCodebook &cb) {
+    uint32_t lo = 0, hi = 0;
+    bool any = false;
+    for (uint32_t s = 0; s < cb.alphabet; ++s)
+        if (cb.len[s]) {
+            if (!any) lo = s;
+            hi = s;
+            any = true;
+        }
+    const uint32_t span = hi - lo + 1, m = cb.used;
+    const uint64_t bitmap = m < span ? div_up(span, 8) : 0;
+    std::string out((size_t)(kRatioCodebookFixedBytes + bitmap + div_up(m, 2)), '\0');
+    uint8_t *p = reinterpret_cast<uint8_t *>(&out[0]);
+    put_u8(p, (uint8_t)cb.sub_block_log2);
+    put_u64(p + 1, cb.total_bits);
+    put_u32(p + 9, m);
+    put_u16(p + 13, (uint16_t)lo);
+    put_u16(p + 15, (uint16_t)hi);
+    put_u16(p + 17, (uint16_t)cb.s0);
+    uint8_t *bm = p + kRatioCodebookFixedBytes, *nib = bm + bitmap;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < span; ++i) {
+        const int l = cb.len[lo + i];
+        if (!l) continue;
+        if (bitmap) bm[i >> 3] |= (uint8_t)(1u << (i & 7));
+        nib[k >> 1] |= (uint8_t)((l - 1) << (4 * (k & 1)));
+        ++k;
+    }
+    return out;
+}
+
+zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb, std::string &msg) {
+    if (alphabet < 2 || alphabet > kRatioMaxAlphabet) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: bad alphabet size");
+    if (!seg.data || seg.size < kRatioCodebookFixedBytes)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment too short");
+    const uint8_t *p = seg.data;
+    cb.alphabet = alphabet;
+    cb.sub_block_log2 = p[0];
+    cb.total_bits = get_u64(p + 1);
+    const uint32_t m = get_u32(p + 9), lo = get_u16(p + 13), hi = get_u16(p + 15);
+    cb.s0 = get_u16(p + 17);
+    if (cb.sub_block_log2 < kRatioMinSubBlockLog2 || cb.sub_block_log2 > kRatioMaxSubBlockLog2)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad sub-block size");
+    if (lo > hi || hi >= alphabet) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: symbol range outside the alphabet");
+    const uint32_t span = hi - lo + 1;
+    if (m < 1 || m > span) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad number of used symbols");
+    const uint64_t bitmap = m < span ? div_up(span, 8) : 0;
+    if (seg.size != kRatioCodebookFixedBytes + bitmap + div_up(m, 2))
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment length does not match its fields");
+    const uint8_t *bm = p + kRatioCodebookFixedBytes, *nib = bm + bitmap;
+    if (bitmap) {
+        uint64_t ones = 0;
+        for (uint64_t i = 0; i < bitmap; ++i) ones += (uint64_t)__builtin_popcount(bm[i]);
+        const bool ends = (bm[0] & 1) && ((bm[(span - 1) >> 3] >> ((span - 1) & 7)) & 1);
+        const bool pad = (span & 7) && (bm[bitmap - 1] >> (span & 7));
+        if (ones != m || !ends || pad) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad symbol bitmap");
+    }
+    if ((m & 1) && (nib[m >> 1] >> 4)) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: non-zero padding nibble");
+    cb.len.assign(alphabet, 0);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < span; ++i) {
+        if (bitmap && !((bm[i >> 3] >> (i & 7)) & 1)) continue;
+        cb.len[lo + i] = (uint8_t)(((nib[k >> 1] >> (4 * (k & 1))) & 15) + 1);
+        ++k;
+    }
+    if (cb.s0 < lo || cb.s0 > hi || !cb.len[cb.s0]) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: the zero-code symbol is not used");
+    if (m == 1) {
+        if (cb.len[cb.s0] != 1) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: a single symbol must have length 1");
+    } else {
+        uint64_t kraft = 0;
+        for (uint32_t i = 0; i < span; ++i)
+            if (cb.len[lo + i]) kraft += 1ull << (kRatioMaxCodeLength - cb.len[lo + i]);
+        if (kraft != 1ull << kRatioMaxCodeLength)
+            return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: code lengths do not form a complete prefix code");
+    }
+    ratio_assign_codes(cb);
+    if (cb.len[cb.s0] != cb.min_len)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: the zero-code symbol does not have the shortest code");
+    return ZB_OK;
+}
+
+zb_status ratio_check_lengths(const ByteSpan *segments, uint64_t n, const RatioCodebook &cb, std::string &msg) {
+    const uint64_t minb = n * (uint64_t)cb.min_len, maxb = n * (uint64_t)cb.max_len;
+    if (cb.total_bits < minb || cb.total_bits > maxb)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bitstream length impossible for the code lengths");
+    if (segments[kRatioSegMetadata].size != ratio_metadata_bytes(n, cb.sub_block_log2))
+        return fail(msg, ZB_ERR_CORRUPT, "ratio metadata: segment length does not match the symbol count");
+    const uint64_t bytes = div_up(cb.total_bits, 8);
+    if (segments[kRatioSegFlags].size != sparse_flag_bytes(bytes))
+        return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: flag segment length does not match the bitstream length");
+    if (segments[kRatioSegBlocks].size % kBlockBytes ||
+        segments[kRatioSegBlocks].size / kBlockBytes > div_up(bytes, kBlockBytes))
+        return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: bad block segment length");
+    for (int k = kRatioSegMetadata; k < kRatioSegmentCount; ++k)
+        if (segments[k].size && !segments[k].data) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: null segment");
+    return ZB_OK;
+}
+
+void ratio_build_decode_tables(const RatioCodebook &cb, RatioDecodeTables &t) {
+    constexpr int K = kRatioLutBits;
+    t.lut.assign(1u << K, 0);
+    for (uint32_t s = 0; s < cb.alphabet; ++s) {
+        const int l = cb.len[s];
+        if (!l || l > K) continue;
+        const uint32_t lo = (uint32_t)cb.code[s] << (K - l), hi = ((uint32_t)cb.code[s] + 1) << (K - l);
+        for (uint32_t i = lo; i < hi; ++i) t.lut[i] = (s << 16) | (uint32_t)l;
+    }
+    for (int l = 0; l <= kRatioMaxCodeLength; ++l)
+        t.limit[l] = (cb.first[l] + cb.count[l]) << (kRatioMaxCodeLength - l);
+}
+
+// ---- encoder -----------------------------------------------------------------------------------------------------
+
+zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabet, int threads,
+                           std::vector<std::string> &segments, RatioStats *stats, std::string &msg,
+                           const RatioOptions &opt) {
+    if (alphabet < 2 || alphabet > kRatioMaxAlphabet)
+        return fail(msg, ZB_ERR_INVALID_ARG, "ratio: alphabet size must be 2..65536");
+    if (n == 0 || !symbols) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no symbols");
+    if (opt.sub_block_log2 < kRatioMinSubBlockLog2 || opt.sub_block_log2 > kRatioMaxSubBlockLog2)
+        return fail(msg, ZB_ERR_INVALID_ARG, "ratio: bad sub-block size");
+    try {
+        const int lg = opt.sub_block_log2;
+        const uint64_t S = 1ull << lg, B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
+        int T = resolve_threads(threads, n);
+        if ((uint64_t)T > B) T = (int)B;
+        // Thread t owns sub-blocks [jb[t], jb[t+1]) (contiguous, non-empty).
+        std::vector<uint64_t> jb((size_t)T + 1);
+        for (int t = 0; t <= T; ++t) jb[(size_t)t] = B * (uint64_t)t / (uint64_t)T;
+        const size_t A = alphabet;
+
+        // 1. per-range histograms (4 interleaved u32 tables against store-to-load stalls, flushed every 2^30)
+        std::vector<uint64_t> hist_t((size_t)T * A, 0);
+        std::vector<uint16_t> max_sym((size_t)T, 0);
+        std::vector<uint32_t> hist_scratch((size_t)T * 4 * A);  // no allocation inside parallel regions
+#pragma omp parallel num_threads(T)
+        {
+            const int t = omp_get_thread_num();
+            const uint64_t i0 = jb[(size_t)t] * S, i1 = std::min(n, jb[(size_t)t + 1] * S);
+            uint16_t mx = 0;
+            for (uint64_t i = i0; i < i1; ++i) mx = symbols[i] > mx ? symbols[i] : mx;
+            max_sym[(size_t)t] = mx;
+            if (mx < alphabet) {
+                uint32_t *const h = &hist_scratch[(size_t)t * 4 * A];
+                uint64_t *ht = &hist_t[(size_t)t * A];
+                for (uint64_t c0 = i0; c0 < i1; c0 += 1ull << 30) {
+                    const uint64_t c1 = std::min<uint64_t>(i1, c0 + (1ull << 30));
+                    std::fill(h, h + 4 * A, 0u);
+                    uint32_t *h0 = h, *h1 = h0 + A, *h2 = h1 + A, *h3 = h2 + A;
+                    uint64_t i = c0;
+                    for (; i + 4 <= c1; i += 4) {
+                        ++h0[symbols[i]];
+                        ++h1[symbols[i + 1]];
+                        ++h2[symbols[i + 2]];
+                        ++h3[symbols[i + 3]];
+                    }
+                    for (; i < c1; ++i) ++h0[symbols[i]];
+                    for (size_t s = 0; s < A; ++s) ht[s] += (uint64_t)h0[s] + h1[s] + h2[s] + h3[s];
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t)
+            if (max_sym[(size_t)t] >= alphabet)
+                return fail(msg, ZB_ERR_INVALID_ARG,
+                            "ratio: symbol " + std::to_string(max_sym[(size_t)t]) + " outside the alphabet of " +
+                                std::to_string(alphabet));
+        std::vector<uint64_t> hist(A, 0);
+        for (int t = 0; t < T; ++t)
+            for (size_t s = 0; s < A; ++s) hist[s] += hist_t[(size_t)t * A + s];
+
+        // 2. codebook
+        RatioCodebook cb;
+        cb.alphabet = alphabet;
+        cb.sub_block_log2 = lg;
+        cb.len.assign(A, 0);
+        const int s0 = ratio_code_lengths(hist.data(), alphabet, kRatioMaxCodeLength, cb.len.data());
+        if (s0 < 0) return fail(msg, ZB_ERR_INTERNAL, "ratio: code length construction failed");
+        cb.s0 = (uint32_t)s0;
+        ratio_assign_codes(cb);
+        std::vector<uint32_t> enc(A);
+        for (size_t s = 0; s < A; ++s) enc[s] = ((uint32_t)cb.code[s] << 16) | cb.len[s];
+        // Each range's bit count from its histogram; the starts follow.
+        std::vector<uint64_t> rstart((size_t)T + 1, 0);
+        for (int t = 0; t < T; ++t) {
+            uint64_t b = 0;
+            for (size_t s = 0; s < A; ++s) b += hist_t[(size_t)t * A + s] * cb.len[s];
+            rstart[(size_t)t + 1] = rstart[(size_t)t] + b;
+        }
+        const uint64_t total = rstart[(size_t)T];
+        cb.total_bits = total;
+        const uint64_t bytes = div_up(total, 8), nwords = div_up(total, 32);
+
+        // 3. the bitstream: complete words are stored by their range; a range's last partial word goes to a slot
+        // and is OR-ed in afterwards, into words zeroed beforehand (the shared boundary words).
+        uint8_t *bits = t_ratio.bits.get((size_t)(4 * nwords + 16));
+        for (int t = 1; t <= T; ++t)
+            if (rstart[(size_t)t] & 31) std::memset(bits + 4 * (rstart[(size_t)t] >> 5), 0, 4);
+        std::vector<uint32_t> sub_bits((size_t)B);
+        std::vector<uint64_t> slot_idx((size_t)T, ~0ull);
+        std::vector<uint32_t> slot_val((size_t)T, 0);
+#pragma omp parallel num_threads(T)
+        {
+            const int t = omp_get_thread_num();
+            const uint64_t pos0 = rstart[(size_t)t];
+            uint8_t *wp = bits + 4 * (pos0 >> 5);
+            int nacc = (int)(pos0 & 31);
+            uint64_t acc = 0, prev = pos0;
+            const uint32_t *e = enc.data();
+            for (uint64_t j = jb[(size_t)t]; j < jb[(size_t)t + 1]; ++j) {
+                const uint16_t *s = symbols + j * S;
+                const uint64_t cnt = std::min(S, n - j * S);
+                for (uint64_t i = 0; i < cnt; ++i) {
+                    const uint32_t c = e[s[i]], l = c & 31;
+                    acc = (acc << l) | (c >> 16);
+                    nacc += (int)l;
+                    if (nacc >= 32) {
+                        nacc -= 32;
+                        store_be32(wp, (uint32_t)(acc >> nacc));
+                        wp += 4;
+                    }
+                }
+                const uint64_t pos = (uint64_t)(wp - bits) * 8 + (uint64_t)nacc;
+                sub_bits[(size_t)j] = (uint32_t)(pos - prev);
+                prev = pos;
+            }
+            if (nacc) {
+                slot_idx[(size_t)t] = (uint64_t)(wp - bits) / 4;
+                slot_val[(size_t)t] = (uint32_t)(acc << (32 - nacc));
+            }
+        }
+        for (int t = 0; t < T; ++t)
+            if (slot_idx[(size_t)t] != ~0ull) {
+                uint8_t *w = bits + 4 * slot_idx[(size_t)t];
+                uint32_t v;
+                std::memcpy(&v, w, 4);
+                store_be32(w, __builtin_bswap32(v) | slot_val[(size_t)t]);
+            }
+
+        // 4. segments (appended to the caller's vector only when all four are complete)
+        std::vector<std::string> out;
+        out.reserve(kRatioSegmentCount);
+        out.emplace_back(ratio_write_codebook(cb));
+        {
+            std::string meta((size_t)ratio_metadata_bytes(n, lg), '\0');
+            uint8_t *m = reinterpret_cast<uint8_t *>(&meta[0]);
+            uint64_t pos = 0;
+            for (uint64_t p = 0; p < P; ++p) {
+                put_u64(m + 8 * p, pos);
+                const uint64_t bp = std::min<uint64_t>(kRatioPartition, B - kRatioPartition * p);
+                for (uint64_t r = 0; r < bp; ++r) {
+                    const uint64_t j = kRatioPartition * p + r, cnt = std::min(S, n - j * S);
+                    if (r + 1 < bp) put_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r), (uint16_t)(sub_bits[(size_t)j] - cnt));
+                    pos += sub_bits[(size_t)j];
+                }
+            }
+            out.emplace_back(std::move(meta));
+        }
+        // Sparse pass over slices of whole flag bytes (128 bytes of bitstream per flag byte).
+        std::string flags((size_t)sparse_flag_bytes(bytes), '\0');
+        const uint64_t slice = div_up(div_up(bytes, (uint64_t)T), 128) * 128;
+        const int ns = (int)div_up(bytes, slice);
+        std::vector<std::string> part((size_t)ns);
+        for (int k = 0; k < ns; ++k)  // sparse_encode appends: no reallocation inside the parallel loop
+            part[(size_t)k].reserve((size_t)div_up(std::min(slice, bytes - (uint64_t)k * slice), kBlockBytes) * kBlockBytes);
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+        for (int k = 0; k < ns; ++k) {
+            const uint64_t off = (uint64_t)k * slice, len = std::min(slice, bytes - off);
+            sparse_encode(bits + off, len, reinterpret_cast<uint8_t *>(&flags[0]) + off / 128, part[(size_t)k]);
+        }
+        out.emplace_back(std::move(flags));
+        size_t nb = 0;
+        for (const std::string &s : part) nb += s.size();
+        std::string blocks;
+        blocks.reserve(nb);
+        for (const std::string &s : part) blocks += s;
+        out.emplace_back(std::move(blocks));
+        t_ratio.trim();
+
+        if (stats) {
+            stats->codebook_bytes = out[0].size();
+            stats->metadata_bytes = out[1].size();
+            stats->payload_bytes = out[2].size() + out[3].size();
+            stats->overhead_f = stats->payload_bytes ? (double)stats->metadata_bytes / (double)stats->payload_bytes : 0;
+            stats->huffman_bytes = bytes;
+            stats->used_symbols = cb.used;
+            stats->max_code_length = cb.max_len;
+        }
+        for (std::string &o : out) segments.emplace_back(std::move(o));
+        return ZB_OK;
+    } catch (const std::bad_alloc &) {
+        return fail(msg, ZB_ERR_NOMEM, "ratio: out of memory");
+    }
+}
+
+// ---- decoder -----------------------------------------------------------------------------------------------------
+
+namespace {
+
+// Decodes cnt symbols starting at bit `pos` of `bits` into out; returns the bit position after them, or ~0 when a
+// bit pattern is no code (possible only with a single-symbol codebook or corrupt data).
+inline uint64_t decode_sub_block(const uint8_t *bits, uint64_t pos, uint64_t cnt, const RatioCodebook &cb,
+                                 const uint32_t *lut, const uint32_t *limit, uint16_t *out) {
+    constexpr int K = kRatioLutBits;
+    const int maxl = cb.max_len;
+    auto slow = [&](uint64_t w, uint32_t &len) -> uint32_t {
+        const uint32_t w16 = (uint32_t)(w >> 48);
+        for (int l = K + 1; l <= maxl; ++l)
+            if (w16 < limit[l]) {
+                len = (uint32_t)l;
+                return cb.perm[cb.base[l] + (w16 >> (kRatioMaxCodeLength - l)) - cb.first[l]];
+            }
+        len = 0;
+        return 0;
+    };
+    uint64_t i = 0;
+    // One 64-bit load gives >= 57 bits: three codes of at most 16 bits.
+    for (; i + 3 <= cnt; i += 3) {
+        uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
+        for (int k = 0; k < 3; ++k) {
+            const uint32_t e = lut[w >> (64 - K)];
+            uint32_t l = e & 31, s = e >> 16;
+            if (!l) {
+                s = slow(w, l);
+                if (!l) return ~0ull;
+            }
+            out[i + (uint64_t)k] = (uint16_t)s;
+            w <<= l;
+            pos += l;
+        }
+    }
+    for (; i < cnt; ++i) {
+        const uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
+        const uint32_t e = lut[w >> (64 - K)];
+        uint32_t l = e & 31, s = e >> 16;
+        if (!l) {
+            s = slow(w, l);
+            if (!l) return ~0ull;
+        }
+        out[i] = (uint16_t)s;
+        pos += l;
+    }
+    return pos;
+}
+
+}  // namespace
+
+zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
+                           std::string &msg) {
+    if (!segments || !symbols || n == 0) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no segments or no symbols");
+    try {
+        RatioCodebook cb;
+        zb_status st = ratio_read_codebook(segments[kRatioSegCodebook], alphabet, cb, msg);
+        if (st != ZB_OK) return st;
+        st = ratio_check_lengths(segments, n, cb, msg);
+        if (st != ZB_OK) return st;
+        const int lg = cb.sub_block_log2;
+        const uint64_t S = 1ull << lg, B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
+        const uint64_t total = cb.total_bits, bytes = div_up(total, 8);
+        int T = resolve_threads(threads, n);
+        if ((uint64_t)T > B) T = (int)B;
+
+        // 1. sparse pass, in slices of whole flag bytes
+        const ByteSpan fl = segments[kRatioSegFlags], bl = segments[kRatioSegBlocks];
+        const uint64_t nstored = bl.size / kBlockBytes;
+        uint8_t *bits = t_ratio.bits.get((size_t)(bytes + decode_padding(lg)));
+        std::memset(bits + bytes, 0, (size_t)decode_padding(lg));
+        const uint64_t slice = div_up(div_up(bytes, (uint64_t)T), 128) * 128;
+        const int ns = (int)div_up(bytes, slice);
+        std::vector<uint64_t> boff((size_t)ns + 1, 0);
+        for (int k = 0; k < ns; ++k) {
+            const uint64_t f0 = (uint64_t)k * slice / 128, f1 = std::min(fl.size, f0 + slice / 128);
+            uint64_t c = 0;
+            for (uint64_t f = f0; f < f1; ++f) c += (uint64_t)__builtin_popcount(fl.data[f]);
+            boff[(size_t)k + 1] = boff[(size_t)k] + c;
+        }
+        if (boff[(size_t)ns] != nstored)
+            return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: block flags disagree with the stored block count");
+        std::atomic<bool> sparse_ok{true};
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+        for (int k = 0; k < ns; ++k) {
+            const uint64_t off = (uint64_t)k * slice, len = std::min(slice, bytes - off);
+            if (!sparse_decode(fl.data + off / 128, bl.data + boff[(size_t)k] * kBlockBytes,
+                               boff[(size_t)k + 1] - boff[(size_t)k], len, bits + off))
+                sparse_ok = false;
+        }
+        if (!sparse_ok) return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: inconsistent zero-block flags");
+        if ((total & 7) && (bits[bytes - 1] & (0xFFu >> (total & 7))))
+            return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: padding bits after the last code are not zero");
+
+        // 2. metadata -> start bit of every sub-block
+        std::vector<uint64_t> start((size_t)B + 1);
+        const uint8_t *m = segments[kRatioSegMetadata].data;
+        for (uint64_t p = 0; p < P; ++p) {
+            const uint64_t off = get_u64(m + 8 * p);
+            const uint64_t next = p + 1 < P ? get_u64(m + 8 * (p + 1)) : total;
+            if ((p == 0 && off != 0) || off > total || next > total)
+                return fail(msg, ZB_ERR_CORRUPT, "ratio metadata: partition offset out of range");
+            const uint64_t bp = std::min<uint64_t>(kRatioPartition, B - kRatioPartition * p);
+            uint64_t pos = off;
+            for (uint64_t r = 0; r < bp; ++r) {
+                const uint64_t j = kRatioPartition * p + r, cnt = std::min(S, n - j * S);
+                start[(size_t)j] = pos;
+                uint64_t b;
+                if (r + 1 < bp) {
+                    b = cnt + get_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r));
+                } else {
+                    if (next < pos) return fail(msg, ZB_ERR_CORRUPT, "ratio metadata: sub-block lengths exceed the partition");
+                    b = next - pos;
+                }
+                if (b < cnt * (uint64_t)cb.min_len || b > cnt * (uint64_t)cb.max_len)
+                    return fail(msg, ZB_ERR_CORRUPT,
+                                "ratio metadata: impossible length of sub-block " + std::to_string(j));
+                pos += b;
+            }
+        }
+        start[(size_t)B] = total;
+
+        // 3. sub-blocks in parallel
+        RatioDecodeTables tab;
+        ratio_build_decode_tables(cb, tab);
+        std::atomic<uint64_t> bad{~0ull};
+#pragma omp parallel for num_threads(T) schedule(dynamic, 4)
+        for (int64_t j = 0; j < (int64_t)B; ++j) {
+            const uint64_t i0 = (uint64_t)j * S, cnt = std::min(S, n - i0);
+            const uint64_t end = decode_sub_block(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit,
+                                                  symbols + i0);
+            if (end != start[(size_t)j + 1]) {
+                uint64_t cur = bad.load();
+                while ((uint64_t)j < cur && !bad.compare_exchange_weak(cur, (uint64_t)j)) {
+                }
+            }
+        }
+        t_ratio.trim();
+        if (bad.load() != ~0ull)
+            return fail(msg, ZB_ERR_CORRUPT,
+                        "ratio bitstream: sub-block " + std::to_string(bad.load()) + " does not decode to its length");
+        return ZB_OK;
+    } catch (const std::bad_alloc &) {
+        return fail(msg, ZB_ERR_NOMEM, "ratio: out of memory");
+    }
+}
+
+}  // namespace zb

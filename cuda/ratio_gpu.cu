@@ -1,0 +1,716 @@
+// The ratio encoder stage on the GPU (docs/FORMAT.md, "Ratio encoder (format v2)"); see ratio_gpu.cuh for the API.
+//
+// Encode (device memory throughout; the codebook is built on the host by the same functions as the CPU's):
+//   k_hist        privatized shared-memory histogram (runs of equal symbols among 8 neighbours added at once)
+//   -> sync, host: package-merge lengths, canonical codes, code table upload, total bits = sum hist * len
+//   k_sub_bits    bits of every sub-block (one block of S/32 threads per sub-block, 32 symbols per thread)
+//   k_part_scan   one block: exclusive scan of the partition sums -> absolute bit offset of every partition
+//   k_offsets     one warp per partition: start bit of every sub-block; zeroes the words two sub-blocks share
+//   k_encode      one block per sub-block: block scan of the threads' bit counts, codes OR-ed into shared words,
+//                 written out (shared boundary words with atomicOr, the others with plain stores)
+//   sparse_flags + exclusive_sum + scan_totals (sparse_gpu.cu, scan_gpu.cu) -> sync (non-zero block count)
+// write(): codebook upload, k_metadata (offsets and lengths), flag bytes, sparse_copy of the non-zero blocks.
+// Decode: host codebook -> tables; sparse_read_flags / exclusive_sum / sparse_expand into a zero-padded word
+// buffer; k_decode: one warp per partition, one lane per sub-block (offsets from a warp scan of the lengths, every
+// entry validated), an 11-bit lookup table in shared memory, 8 symbols per 16-byte store.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include "gpu_device.cuh"
+#include "gpu_internal.h"
+#include "ratio_gpu.cuh"
+
+namespace zb {
+namespace gpu {
+namespace {
+
+constexpr uint32_t kSharedHistBins = 8192;   // histogram in shared memory up to this alphabet size
+constexpr uint32_t kSharedTable = 4096;      // code table / symbol permutation in shared memory up to this size
+constexpr int kHistThreads = 512;
+constexpr int kDecodeThreads = 64;           // two partitions per block
+constexpr int kLutSize = 1 << kRatioLutBits;
+constexpr int kL = kRatioMaxCodeLength;
+// Decode table blob (32-bit words): lut, limit[17], first[17], base[17], then the permutation as u16 pairs.
+constexpr int kBlobLimit = kLutSize, kBlobFirst = kBlobLimit + kL + 1, kBlobBase = kBlobFirst + kL + 1;
+constexpr int kBlobPerm = kBlobBase + kL + 1;
+
+enum RatioError : uint32_t {
+    kRErrSymbol = 1u << 0,     // encoder: a symbol >= alphabet
+    kRErrMeta = 1u << 1,       // decoder: metadata entry out of range
+    kRErrCode = 1u << 2,       // decoder: a bit pattern that is no code
+    kRErrLength = 1u << 3,     // decoder: a sub-block does not decode to its length
+    kRErrPadding = 1u << 4,    // decoder: non-zero bits after the last code
+    kRErrFlags = 1u << 5,      // decoder: block flags past the end
+    kRErrBlocks = 1u << 6,     // decoder: flags disagree with the stored blocks, or block padding not zero
+};
+
+std::string error_text(uint32_t e) {
+    if (e & kRErrFlags) return "ratio bitstream: block flags past the end of the bitstream";
+    if (e & kRErrBlocks) return "ratio bitstream: inconsistent zero-block flags";
+    if (e & kRErrPadding) return "ratio bitstream: padding bits after the last code are not zero";
+    if (e & kRErrMeta) return "ratio metadata: impossible offset or length";
+    if (e & kRErrCode) return "ratio bitstream: invalid code";
+    return "ratio bitstream: a sub-block does not decode to its length";
+}
+
+__device__ __forceinline__ uint32_t bswap32(uint32_t v) { return __byte_perm(v, 0, 0x0123); }
+
+template <typename F> inline void timed(KernelTimer *t, const char *name, F &&f) {
+    if (t) t->begin(name);
+    f();
+    if (t) t->end();
+}
+
+// ---- encoder kernels ---------------------------------------------------------------------------------------------
+
+template <bool kShared>
+__global__ void __launch_bounds__(kHistThreads)
+k_hist(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, uint32_t *__restrict__ hist, uint32_t *err) {
+    extern __shared__ uint32_t sh[];
+    if constexpr (kShared) {
+        for (uint32_t i = threadIdx.x; i < A; i += blockDim.x) sh[i] = 0;
+        __syncthreads();
+    }
+    uint32_t *h = kShared ? sh : hist;
+    bool bad = false;
+    auto add = [&](uint32_t s, uint32_t c) {
+        if (s < A) atomicAdd(&h[s], c);
+        else bad = true;
+    };
+    const uint64_t nv = n >> 3;
+    const uint4 *v4 = reinterpret_cast<const uint4 *>(sym);
+    for (uint64_t c = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; c < nv; c += (uint64_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldg(v4 + c);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        uint32_t prev = w[0] & 0xFFFFu, run = 1;
+#pragma unroll
+        for (int k = 1; k < 8; ++k) {
+            const uint32_t s = (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
+            if (s == prev) {
+                ++run;
+            } else {
+                add(prev, run);
+                prev = s;
+                run = 1;
+            }
+        }
+        add(prev, run);
+    }
+    if (blockIdx.x == 0 && threadIdx.x < (n & 7)) add(sym[(nv << 3) + threadIdx.x], 1);
+    if (bad) atomicOr(err, kRErrSymbol);
+    if constexpr (kShared) {
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < A; i += blockDim.x)
+            if (sh[i]) atomicAdd(&hist[i], sh[i]);
+    }
+}
+
+// Code table entries (code << 16 | length) of the 32 symbols [i0, i0 + 32) (entries past n are 0).
+__device__ __forceinline__ void load_codes(const uint16_t *__restrict__ sym, uint64_t i0, uint64_t n,
+                                           const uint32_t *table, uint32_t (&e)[32]) {
+    if (i0 + 32 <= n) {
+        const uint4 *v4 = reinterpret_cast<const uint4 *>(sym + i0);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const uint4 v = __ldg(v4 + q);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 8; ++k) e[8 * q + k] = table[(w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu];
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 32; ++k) e[k] = i0 + (uint64_t)k < n ? table[sym[i0 + (uint64_t)k]] : 0u;
+    }
+}
+
+// Loads the code table into shared memory when it fits (kShared), returns the table to use.
+template <bool kShared>
+__device__ __forceinline__ const uint32_t *code_table(const uint32_t *__restrict__ g, uint32_t A, uint32_t *sh) {
+    if constexpr (kShared) {
+        for (uint32_t i = threadIdx.x; i < A; i += blockDim.x) sh[i] = g[i];
+        __syncthreads();
+        return sh;
+    } else {
+        return g;
+    }
+}
+
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_t *__restrict__ enc,
+           uint32_t *__restrict__ bits) {
+    constexpr int TPB = 1 << (LG - 5);
+    extern __shared__ uint32_t sh[];
+    const uint32_t *table = code_table<kShared>(enc, A, sh);
+    uint32_t e[32];
+    load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    uint32_t b = 0;
+#pragma unroll
+    for (int k = 0; k < 32; ++k) b += e[k] & 31u;
+    using Reduce = cub::BlockReduce<uint32_t, TPB>;
+    __shared__ typename Reduce::TempStorage tmp;
+    const uint32_t sum = Reduce(tmp).Sum(b);
+    if (threadIdx.x == 0) bits[blockIdx.x] = sum;
+}
+
+// One block: poff[p] = sum of the bits of all sub-blocks before partition p.
+__global__ void __launch_bounds__(1024)
+k_part_scan(const uint32_t *__restrict__ bits, uint64_t B, uint64_t P, unsigned long long *__restrict__ poff) {
+    using Scan = cub::BlockScan<unsigned long long, 1024>;
+    __shared__ typename Scan::TempStorage tmp;
+    unsigned long long carry = 0;
+    for (uint64_t b0 = 0; b0 < P; b0 += 1024) {
+        const uint64_t p = b0 + threadIdx.x;
+        unsigned long long v = 0;
+        if (p < P)
+            for (uint64_t j = p * kRatioPartition; j < B && j < (p + 1) * kRatioPartition; ++j) v += bits[j];
+        unsigned long long ex, agg;
+        Scan(tmp).ExclusiveSum(v, ex, agg);
+        if (p < P) poff[p] = carry + ex;
+        carry += agg;
+        __syncthreads();
+    }
+}
+
+// One warp per partition: start bit of every sub-block; zeroes the words that two neighbours share (they are
+// OR-ed by k_encode) and the words after the bitstream up to the end of its last 16-byte block.
+__global__ void k_offsets(const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ poff, uint64_t B,
+                          uint64_t P, uint64_t total, uint64_t nwords_padded, unsigned long long *__restrict__ start,
+                          uint32_t *__restrict__ words) {
+    const uint64_t p = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (p >= P) return;  // whole warps
+    const int lane = threadIdx.x & 31;
+    const uint64_t j = p * kRatioPartition + (uint64_t)lane;
+    const uint32_t b = j < B ? bits[j] : 0u;
+    uint32_t incl = b;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t o = __shfl_up_sync(kFullMask, incl, d);
+        if (lane >= d) incl += o;
+    }
+    if (j >= B) return;
+    const unsigned long long st = poff[p] + (incl - b);
+    start[j] = st;
+    if (st & 31) words[st >> 5] = 0;
+    if (j == B - 1) {
+        if (total & 31) words[total >> 5] = 0;
+        for (uint64_t w = (total + 31) >> 5; w < nwords_padded; ++w) words[w] = 0;
+    }
+}
+
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_t *__restrict__ enc,
+         const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
+    constexpr int TPB = 1 << (LG - 5);
+    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
+    extern __shared__ uint32_t sh[];
+    __shared__ uint32_t wbuf[kMaxWords];
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t j = blockIdx.x;
+    const uint64_t st = start[j];
+    const uint32_t nbits = bits[j];
+    const int lead = (int)(st & 31);
+    const uint32_t nw = (uint32_t)((lead + nbits + 31) >> 5);
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
+    const uint32_t *table = code_table<kShared>(enc, A, sh);  // synchronizes when it loads
+    uint32_t e[32];
+    load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    uint32_t mine = 0;
+#pragma unroll
+    for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
+    uint32_t off;
+    Scan(tmp).ExclusiveSum(mine, off);
+    __syncthreads();  // wbuf zeroed
+    const uint32_t pos = (uint32_t)lead + off;
+    uint32_t wi = pos >> 5;
+    int fill = (int)(pos & 31);
+    unsigned long long acc = 0;
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+        const int l = (int)(e[k] & 31u);
+        if (!l) continue;  // past the last symbol
+        acc |= (unsigned long long)(e[k] >> 16) << (64 - fill - l);
+        fill += l;
+        if (fill >= 32) {
+            atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
+            acc <<= 32;
+            fill -= 32;
+        }
+    }
+    if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
+    __syncthreads();
+    const uint64_t g0 = st >> 5;
+    const bool end_shared = ((st + nbits) & 31) != 0;
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) {
+        const uint32_t v = bswap32(wbuf[k]);  // stream order: the first bit is the top bit of the first byte
+        if ((k == 0 && lead) || (k == nw - 1 && end_shared)) atomicOr(&out[g0 + k], v);
+        else out[g0 + k] = v;
+    }
+}
+
+__device__ __forceinline__ void put_le(uint8_t *p, unsigned long long v, int bytes) {
+    for (int i = 0; i < bytes; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+__global__ void k_metadata(const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ poff, uint64_t n,
+                           int lg, uint64_t B, uint64_t P, uint8_t *__restrict__ dst) {
+    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= B) return;
+    const uint64_t p = j / kRatioPartition, r = j % kRatioPartition;
+    const uint64_t bp = min((unsigned long long)kRatioPartition, (unsigned long long)(B - p * kRatioPartition));
+    if (r == 0) put_le(dst + 8 * p, poff[p], 8);
+    if (r + 1 < bp) {
+        const uint64_t cnt = min((unsigned long long)(1ull << lg), (unsigned long long)(n - (j << lg)));
+        put_le(dst + 8 * P + 2 * ((kRatioPartition - 1) * p + r), bits[j] - cnt, 2);
+    }
+}
+
+// ---- decoder kernel ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned long long get_le(const uint8_t *p, int bytes) {
+    unsigned long long v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+struct DecodeArgs {
+    const uint32_t *words;     // the expanded bitstream (stream-order bytes), zero padded
+    const uint8_t *meta;       // segment 1 (device, any alignment)
+    const uint32_t *blob;      // decode tables
+    uint16_t *out;
+    uint64_t n, B, P, total;
+    uint32_t used;
+    int lg, min_len, max_len;
+    uint32_t *err;
+};
+
+template <bool kSharedPerm>
+__global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
+    extern __shared__ uint32_t sh[];
+    const int nshared = kBlobPerm + (kSharedPerm ? (int)((a.used + 1) / 2) : 0);
+    for (int i = threadIdx.x; i < nshared; i += blockDim.x) sh[i] = a.blob[i];
+    __syncthreads();
+    const uint32_t *lut = sh, *limit = sh + kBlobLimit, *first = sh + kBlobFirst, *base = sh + kBlobBase;
+    const uint16_t *perm = reinterpret_cast<const uint16_t *>(kSharedPerm ? sh + kBlobPerm : a.blob + kBlobPerm);
+
+    if (blockIdx.x == 0 && threadIdx.x == 0 && (a.total & 7)) {
+        const uint64_t last = (a.total - 1) >> 3;
+        const uint8_t byte = reinterpret_cast<const uint8_t *>(a.words)[last];
+        if (byte & (0xFFu >> (a.total & 7))) set_error(a.err, kRErrPadding);
+    }
+    const uint64_t p = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (p >= a.P) return;  // whole warps
+    const int lane = threadIdx.x & 31;
+    const uint64_t S = 1ull << a.lg, j = p * kRatioPartition + (uint64_t)lane;
+    const uint64_t bp = min((unsigned long long)kRatioPartition, (unsigned long long)(a.B - p * kRatioPartition));
+    const uint64_t cnt = j < a.B ? min((unsigned long long)S, (unsigned long long)(a.n - j * S)) : 0;
+    const unsigned long long off = get_le(a.meta + 8 * p, 8);
+    const unsigned long long next = p + 1 < a.P ? get_le(a.meta + 8 * (p + 1), 8) : a.total;
+    const bool stored = (uint64_t)lane + 1 < bp;
+    const uint32_t mine =
+        stored ? (uint32_t)cnt + (uint32_t)get_le(a.meta + 8 * a.P + 2 * ((kRatioPartition - 1) * p + lane), 2) : 0u;
+    uint32_t incl = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t o = __shfl_up_sync(kFullMask, incl, d);
+        if (lane >= d) incl += o;
+    }
+    if ((uint64_t)lane >= bp) return;
+    const unsigned long long st = off + (incl - mine);
+    bool bad = (p == 0 && off != 0) || off > a.total || next > a.total;
+    unsigned long long nbits = mine;
+    if (!stored) {
+        bad = bad || next < st;
+        nbits = next - st;
+    }
+    bad = bad || nbits < cnt * (uint64_t)a.min_len || nbits > cnt * (uint64_t)a.max_len || st + nbits > a.total;
+    if (bad) {
+        set_error(a.err, kRErrMeta);
+        return;
+    }
+    // Bit reader: buf holds nb valid bits at its top; refilled a word at a time (the buffer is padded with zeros
+    // for S * 16 bits past the end, so even corrupt data stays in bounds).
+    const uint32_t *w = a.words + (st >> 5);
+    const int sh0 = (int)(st & 31);
+    unsigned long long buf = (((unsigned long long)bswap32(__ldg(w)) << 32) | bswap32(__ldg(w + 1))) << sh0;
+    int nb = 64 - sh0;
+    w += 2;
+    unsigned long long used = 0;
+    bool invalid = false;
+    auto one = [&]() -> uint32_t {
+        if (nb < 16) {
+            buf |= (unsigned long long)bswap32(__ldg(w++)) << (32 - nb);
+            nb += 32;
+        }
+        const uint32_t e = lut[buf >> (64 - kRatioLutBits)];
+        uint32_t l = e & 31u, s = e >> 16;
+        if (!l) {
+            const uint32_t w16 = (uint32_t)(buf >> 48);
+            for (int k = kRatioLutBits + 1; k <= a.max_len; ++k)
+                if (w16 < limit[k]) {
+                    l = (uint32_t)k;
+                    s = perm[base[k] + (w16 >> (kL - k)) - first[k]];
+                    break;
+                }
+            if (!l) {
+                invalid = true;
+                l = 1;
+            }
+        }
+        buf <<= l;
+        nb -= (int)l;
+        used += l;
+        return s;
+    };
+    uint16_t *o = a.out + j * S;
+    uint64_t i = 0;
+    for (; i + 8 <= cnt; i += 8) {
+        uint32_t v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t lo = one();
+            v[k] = lo | (one() << 16);
+        }
+        *reinterpret_cast<uint4 *>(o + i) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    for (; i < cnt; ++i) o[i] = (uint16_t)one();
+    if (invalid) set_error(a.err, kRErrCode);
+    else if (used != nbits) set_error(a.err, kRErrLength);
+}
+
+// ---- host helpers ---------------------------------------------------------------------------------------------
+
+void check_aligned(const void *p, const char *what) {
+    if (reinterpret_cast<uintptr_t>(p) & 15)
+        fail(ZB_ERR_INVALID_ARG, std::string("ratio: ") + what + " must be 16-byte aligned");
+}
+
+template <int LG>
+void launch_bits_and_encode(bool shared_table, uint64_t B, uint32_t A, cudaStream_t s, const uint16_t *sym,
+                            uint64_t n, const uint32_t *enc, uint32_t *bits, const unsigned long long *start,
+                            uint32_t *words, int phase) {
+    constexpr int TPB = 1 << (LG - 5);
+    const size_t shb = shared_table ? (size_t)A * 4 : 0;
+    if (phase == 0) {
+        if (shared_table) k_sub_bits<LG, true><<<(unsigned)B, TPB, shb, s>>>(sym, n, A, enc, bits);
+        else k_sub_bits<LG, false><<<(unsigned)B, TPB, 0, s>>>(sym, n, A, enc, bits);
+        ZB_LAUNCHED("k_sub_bits");
+    } else {
+        if (shared_table) k_encode<LG, true><<<(unsigned)B, TPB, shb, s>>>(sym, n, A, enc, bits, start, words);
+        else k_encode<LG, false><<<(unsigned)B, TPB, 0, s>>>(sym, n, A, enc, bits, start, words);
+        ZB_LAUNCHED("k_encode");
+    }
+}
+
+void bits_and_encode(int lg, bool shared_table, uint64_t B, uint32_t A, cudaStream_t s, const uint16_t *sym,
+                     uint64_t n, const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
+                     int phase) {
+    switch (lg) {
+        case 10: launch_bits_and_encode<10>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
+        case 11: launch_bits_and_encode<11>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
+        default: launch_bits_and_encode<12>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
+    }
+}
+
+}  // namespace
+
+// ---- encoder -----------------------------------------------------------------------------------------------------
+
+void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uint64_t n, uint32_t alphabet,
+                        cudaStream_t s, KernelTimer *timer, const RatioOptions &opt) {
+    if (alphabet < 2 || alphabet > kRatioMaxAlphabet) fail(ZB_ERR_INVALID_ARG, "ratio: alphabet size must be 2..65536");
+    if (n == 0 || n >= (1ull << 32)) fail(ZB_ERR_INVALID_ARG, "ratio: the GPU takes 1 .. 2^32-1 symbols");
+    if (opt.sub_block_log2 < kRatioMinSubBlockLog2 || opt.sub_block_log2 > kRatioMaxSubBlockLog2)
+        fail(ZB_ERR_INVALID_ARG, "ratio: bad sub-block size");
+    check_aligned(d_symbols, "symbols");
+    const int lg = opt.sub_block_log2;
+    const uint64_t B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
+    n_ = n;
+    B_ = B;
+    P_ = P;
+    lg_ = lg;
+    const uint32_t A = alphabet;
+    // Upper bounds (16 bits per symbol) for everything sized by the bitstream.
+    const uint64_t max_bytes = 2 * n, max_blocks = div_up(max_bytes, kBlockBytes), max_groups = div_up(max_blocks, 32);
+    size_t scan_bytes = 0;
+    exclusive_sum(nullptr, scan_bytes, nullptr, nullptr, max_groups, s);
+    struct {
+        uint32_t *hist, *err, *enc, *bits, *words, *flagw, *counts, *off;
+        unsigned long long *poff, *start, *totals;
+        void *temp;
+    } b{};
+    auto carve = [&](Carver &cv) {
+        b.hist = cv.take<uint32_t>(A);
+        b.err = cv.take<uint32_t>(1);
+        b.totals = cv.take<unsigned long long>(2);
+        b.enc = cv.take<uint32_t>(A);
+        b.bits = cv.take<uint32_t>(B);
+        b.poff = cv.take<unsigned long long>(P);
+        b.start = cv.take<unsigned long long>(B);
+        b.words = cv.take<uint32_t>(4 * max_blocks + 4);
+        b.flagw = cv.take<uint32_t>(max_groups);
+        b.counts = cv.take<uint32_t>(max_groups);
+        b.off = cv.take<uint32_t>(max_groups);
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{arena.reserve(measure.used)};
+    carve(cut);
+
+    // 1. histogram
+    ZB_CUDA(cudaMemsetAsync(b.hist, 0, 4 * (size_t)A, s));
+    ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
+    timed(timer, "ratio:histogram", [&] {
+        const uint64_t nv = n >> 3;
+        const unsigned grid =
+            (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(div_up(nv, kHistThreads), (uint64_t)c.sm_count * 4));
+        if (A <= kSharedHistBins) k_hist<true><<<grid, kHistThreads, 4 * (size_t)A, s>>>(d_symbols, n, A, b.hist, b.err);
+        else k_hist<false><<<grid, kHistThreads, 0, s>>>(d_symbols, n, A, b.hist, b.err);
+        ZB_LAUNCHED("k_hist");
+    });
+    std::vector<uint32_t> h32((size_t)A + 1);
+    ZB_CUDA(cudaMemcpyAsync(h32.data(), b.hist, 4 * (size_t)A, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaMemcpyAsync(h32.data() + A, b.err, 4, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    if (h32[A] & kRErrSymbol) fail(ZB_ERR_INVALID_ARG, "ratio: a symbol is outside the alphabet of " + std::to_string(A));
+
+    // 2. codebook on the host (the CPU encoder's functions)
+    std::vector<uint64_t> hist(h32.begin(), h32.begin() + A);
+    RatioCodebook cb;
+    cb.alphabet = A;
+    cb.sub_block_log2 = lg;
+    cb.len.assign(A, 0);
+    const int s0 = ratio_code_lengths(hist.data(), A, kRatioMaxCodeLength, cb.len.data());
+    if (s0 < 0) fail(ZB_ERR_INTERNAL, "ratio: code length construction failed");
+    cb.s0 = (uint32_t)s0;
+    ratio_assign_codes(cb);
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < A; ++k) total += hist[k] * cb.len[k];
+    cb.total_bits = total;
+    codebook_ = ratio_write_codebook(cb);
+    enc_.resize(A);
+    for (uint32_t k = 0; k < A; ++k) enc_[k] = ((uint32_t)cb.code[k] << 16) | cb.len[k];
+    ZB_CUDA(cudaMemcpyAsync(b.enc, enc_.data(), 4 * (size_t)A, cudaMemcpyHostToDevice, s));
+
+    // 3. the Huffman bitstream
+    const uint64_t bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes), ngroups = div_up(nblocks, 32);
+    nblocks_ = nblocks;
+    const bool shared_table = A <= kSharedTable;
+    timed(timer, "ratio:encode", [&] {
+        bits_and_encode(lg, shared_table, B, A, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 0);
+        k_part_scan<<<1, 1024, 0, s>>>(b.bits, B, P, b.poff);
+        ZB_LAUNCHED("k_part_scan");
+        k_offsets<<<grid_for(P * 32, 256), 256, 0, s>>>(b.bits, b.poff, B, P, total, 4 * nblocks, b.start, b.words);
+        ZB_LAUNCHED("k_offsets");
+        bits_and_encode(lg, shared_table, B, A, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 1);
+    });
+    // 4. zero-block flags and counts
+    timed(timer, "ratio:sparse", [&] {
+        sparse_flags(b.words, nblocks, b.flagw, b.counts, s);
+        size_t tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.counts, b.off, ngroups, s);
+        const ScanTotal t{b.off, b.counts, ngroups, 1};
+        scan_totals(&t, 1, b.totals, s);
+    });
+    unsigned long long nnz = 0;
+    ZB_CUDA(cudaMemcpyAsync(&nnz, b.totals, 8, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+
+    len_[kRatioSegCodebook] = codebook_.size();
+    len_[kRatioSegMetadata] = ratio_metadata_bytes(n, lg);
+    len_[kRatioSegFlags] = sparse_flag_bytes(bytes);
+    len_[kRatioSegBlocks] = nnz * kBlockBytes;
+    d_bits_ = b.bits;
+    d_poff_ = b.poff;
+    d_words_ = b.words;
+    d_flagw_ = b.flagw;
+    d_off_ = b.off;
+    stats_ = RatioStats();
+    stats_.codebook_bytes = len_[0];
+    stats_.metadata_bytes = len_[1];
+    stats_.payload_bytes = len_[2] + len_[3];
+    stats_.overhead_f = stats_.payload_bytes ? (double)stats_.metadata_bytes / (double)stats_.payload_bytes : 0;
+    stats_.huffman_bytes = bytes;
+    stats_.used_symbols = cb.used;
+    stats_.max_code_length = cb.max_len;
+}
+
+void RatioEncoder::write(uint8_t *const *dst, cudaStream_t s, KernelTimer *timer) const {
+    timed(timer, "ratio:segments", [&] {
+        ZB_CUDA(cudaMemcpyAsync(dst[kRatioSegCodebook], codebook_.data(), len_[0], cudaMemcpyHostToDevice, s));
+        k_metadata<<<grid_for(B_, 256), 256, 0, s>>>(d_bits_, d_poff_, n_, lg_, B_, P_, dst[kRatioSegMetadata]);
+        ZB_LAUNCHED("k_metadata");
+        ZB_CUDA(cudaMemcpyAsync(dst[kRatioSegFlags], d_flagw_, len_[2], cudaMemcpyDeviceToDevice, s));
+        if (len_[3]) sparse_copy(d_words_, nblocks_, d_flagw_, d_off_, 1, 1, dst[kRatioSegBlocks], s);
+    });
+}
+
+// ---- decoder -----------------------------------------------------------------------------------------------------
+
+void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpan *h_codebook, uint64_t n,
+                  uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer) {
+    (void)c;
+    if (n == 0 || n >= (1ull << 32)) fail(ZB_ERR_INVALID_ARG, "ratio: the GPU takes 1 .. 2^32-1 symbols");
+    check_aligned(d_symbols, "symbols");
+    // The codebook, on the host.
+    std::vector<uint8_t> cbh;
+    ByteSpan cbs;
+    if (h_codebook) {
+        cbs = *h_codebook;
+    } else {
+        // Largest valid codebook: the fixed fields, a bitmap of 65536 bits and 65536 nibbles.
+        if (d_seg[kRatioSegCodebook].size > kRatioCodebookFixedBytes + 8192 + 32768)
+            fail(ZB_ERR_CORRUPT, "ratio codebook: segment too long");
+        cbh.resize((size_t)d_seg[kRatioSegCodebook].size);
+        if (!cbh.empty()) {
+            ZB_CUDA(cudaMemcpyAsync(cbh.data(), d_seg[kRatioSegCodebook].data, cbh.size(), cudaMemcpyDeviceToHost, s));
+            ZB_CUDA(cudaStreamSynchronize(s));
+        }
+        cbs = {cbh.data(), (uint64_t)cbh.size()};
+    }
+    RatioCodebook cb;
+    std::string msg;
+    zb_status st = ratio_read_codebook(cbs, alphabet, cb, msg);
+    if (st == ZB_OK) st = ratio_check_lengths(d_seg, n, cb, msg);
+    if (st != ZB_OK) fail(st, msg);
+    RatioDecodeTables tab;
+    ratio_build_decode_tables(cb, tab);
+    std::vector<uint32_t> blob((size_t)kBlobPerm + (cb.used + 1) / 2, 0);
+    std::copy(tab.lut.begin(), tab.lut.end(), blob.begin());
+    for (int l = 0; l <= kL; ++l) {
+        blob[(size_t)(kBlobLimit + l)] = tab.limit[l];
+        blob[(size_t)(kBlobFirst + l)] = cb.first[l];
+        blob[(size_t)(kBlobBase + l)] = cb.base[l];
+    }
+    std::memcpy(&blob[kBlobPerm], cb.perm.data(), 2 * (size_t)cb.used);
+
+    const int lg = cb.sub_block_log2;
+    const uint64_t B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
+    const uint64_t total = cb.total_bits, bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes);
+    const uint64_t ngroups = div_up(nblocks, 32), nstored = d_seg[kRatioSegBlocks].size / kBlockBytes;
+    const uint64_t pad_words = (1ull << lg) / 2 + 8;  // S symbols of 16 bits past a sub-block's start, and a refill
+    size_t scan_bytes = 0;
+    exclusive_sum(nullptr, scan_bytes, nullptr, nullptr, ngroups, s);
+    struct {
+        uint32_t *words, *flagw, *counts, *off, *blob, *err;
+        void *temp;
+    } b{};
+    auto carve = [&](Carver &cv) {
+        b.words = cv.take<uint32_t>(4 * nblocks + pad_words);
+        b.flagw = cv.take<uint32_t>(ngroups);
+        b.counts = cv.take<uint32_t>(ngroups);
+        b.off = cv.take<uint32_t>(ngroups);
+        b.blob = cv.take<uint32_t>(blob.size());
+        b.err = cv.take<uint32_t>(1);
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{arena.reserve(measure.used)};
+    carve(cut);
+    ZB_CUDA(cudaMemcpyAsync(b.blob, blob.data(), 4 * blob.size(), cudaMemcpyHostToDevice, s));
+    ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
+    ZB_CUDA(cudaMemsetAsync(b.words + 4 * nblocks, 0, 4 * pad_words, s));
+    timed(timer, "ratio:sparse", [&] {
+        sparse_read_flags(d_seg[kRatioSegFlags].data, nblocks, b.flagw, b.counts, b.err, kRErrFlags, s);
+        size_t tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.counts, b.off, ngroups, s);
+        sparse_expand(b.flagw, b.counts, b.off, nblocks, d_seg[kRatioSegBlocks].data, nstored, bytes, b.words, b.err,
+                      kRErrBlocks, s);
+    });
+    DecodeArgs a;
+    a.words = b.words;
+    a.meta = d_seg[kRatioSegMetadata].data;
+    a.blob = b.blob;
+    a.out = d_symbols;
+    a.n = n;
+    a.B = B;
+    a.P = P;
+    a.total = total;
+    a.used = cb.used;
+    a.lg = lg;
+    a.min_len = cb.min_len;
+    a.max_len = cb.max_len;
+    a.err = b.err;
+    timed(timer, "ratio:decode", [&] {
+        const unsigned grid = grid_for(P * 32, kDecodeThreads);
+        if (cb.used <= kSharedTable)
+            k_decode<true><<<grid, kDecodeThreads, 4 * ((size_t)kBlobPerm + (cb.used + 1) / 2), s>>>(a);
+        else
+            k_decode<false><<<grid, kDecodeThreads, 4 * (size_t)kBlobPerm, s>>>(a);
+        ZB_LAUNCHED("k_decode");
+    });
+    uint32_t err = 0;
+    ZB_CUDA(cudaMemcpyAsync(&err, b.err, 4, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    if (err) fail(ZB_ERR_CORRUPT, error_text(err));
+}
+
+// ---- wrappers ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+template <typename F> zb_status guarded_call(std::string &msg, cudaStream_t s, F &&f) {
+    try {
+        f();
+        return ZB_OK;
+    } catch (const Failure &e) {
+        if (s) (void)cudaStreamSynchronize(s);
+        (void)cudaGetLastError();
+        msg = e.msg;
+        return e.status;
+    } catch (const std::bad_alloc &) {
+        msg = "ratio: out of host memory";
+        return ZB_ERR_NOMEM;
+    }
+}
+
+}  // namespace
+
+zb_status ratio_encode_gpu(const uint16_t *d_symbols, uint64_t n, uint32_t alphabet, cudaStream_t s,
+                           std::vector<std::string> &segments, RatioStats *stats, std::string &msg, Arena *scratch,
+                           const RatioOptions &opt) {
+    Arena local, out_arena;  // outlive guarded_call, which drains the stream after a failure
+    return guarded_call(msg, s, [&] {
+        Context &c = context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        Arena &work = scratch ? *scratch : local;
+        RatioEncoder enc;
+        enc.plan(c, work, d_symbols, n, alphabet, s, nullptr, opt);
+        uint8_t *d_out = out_arena.reserve(enc.total_length() + 1);
+        uint8_t *dst[kRatioSegmentCount];
+        uint64_t off = 0;
+        for (int k = 0; k < kRatioSegmentCount; ++k) {
+            dst[k] = d_out + off;
+            off += enc.segment_length(k);
+        }
+        enc.write(dst, s, nullptr);
+        std::vector<std::string> out(kRatioSegmentCount);
+        for (int k = 0; k < kRatioSegmentCount; ++k) {
+            out[(size_t)k].resize((size_t)enc.segment_length(k));
+            if (!out[(size_t)k].empty())
+                ZB_CUDA(cudaMemcpyAsync(&out[(size_t)k][0], dst[k], out[(size_t)k].size(), cudaMemcpyDeviceToHost, s));
+        }
+        ZB_CUDA(cudaStreamSynchronize(s));
+        for (std::string &o : out) segments.emplace_back(std::move(o));
+        if (stats) *stats = enc.stats();
+    });
+}
+
+zb_status ratio_decode_gpu(const ByteSpan *d_segments, uint64_t n, uint32_t alphabet, cudaStream_t s,
+                           uint16_t *d_symbols, std::string &msg, Arena *scratch) {
+    Arena local;
+    return guarded_call(msg, s, [&] {
+        Context &c = context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        ratio_decode(c, scratch ? *scratch : local, d_segments, nullptr, n, alphabet, d_symbols, s, nullptr);
+    });
+}
+
+}  // namespace gpu
+}  // namespace zb

@@ -1,0 +1,21 @@
+# Ratio encoder stage (core/src/ratio_cpu.cpp, cuda/ratio_gpu.cu): CPU tests against a plain reference decoder,
+# edge cases and corruption; GPU byte parity and decoding (skipped with "no GPU: ..." where no GPU can be used).
+# ratio_bench: throughput of both backends (not a test; see bench/NOTES.md "Ratio encoder").
+set(_ratio_test_sources ratio_cpu_test.cpp ratio_gpu_test.cpp)
+add_executable(ratio_tests ${_ratio_test_sources})
+target_link_libraries(ratio_tests PRIVATE zbound_static GTest::gtest_main)
+target_include_directories(ratio_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(ratio_tests PRIVATE ZBOUND_SHARED_DATA="${ZBOUND_SHARED_DATA}")
+add_executable(ratio_bench ratio_bench.cpp)
+target_link_libraries(ratio_bench PRIVATE zbound_static)
+target_include_directories(ratio_bench PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(ratio_bench PRIVATE ZBOUND_SHARED_DATA="${ZBOUND_SHARED_DATA}")
+if(ZBOUND_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  foreach(t ratio_tests ratio_bench)
+    target_compile_definitions(${t} PRIVATE ZBOUND_TEST_CUDA=1)
+    target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/cuda)
+    target_link_libraries(${t} PRIVATE CUDA::cudart_static)
+  endforeach()
+endif()
+gtest_discover_tests(ratio_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 900)
