@@ -85,6 +85,22 @@ TEST(Interp, SpecialValuesAndFillExact) {
     }
 }
 
+TEST(Interp, NegativeZeroIsBitExactEvenWhenPredictedNegative) {
+    // Neighbours of -1e-7 predict a tiny negative value for each -0.0: within any bound, but -0.0 must come back
+    // bit for bit (it used to come back as the prediction).
+    for (const Pipeline &pl : kV2Pipelines) {
+        std::vector<float> data(4096, -1e-7f);
+        for (size_t i = 1; i < data.size(); i += 2) data[i] = -0.0f;
+        zb_params p = interp_params(ZB_MODE_ABS, 1e-3, pl.enc);
+        p.predictor = pl.pred;
+        const auto s = zbt::compress(data, {data.size()}, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        std::vector<float> out(data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+        for (size_t i = 1; i < data.size(); i += 2) ASSERT_EQ(zbt::bits(out[i]), zbt::bits(-0.0f)) << i;
+    }
+}
+
 TEST(Interp, LosslessAndConstant) {
     Dims dims{30, 40};
     auto data = zbt::smooth_field<double>(dims, 0.5, 9);

@@ -57,7 +57,10 @@ template <typename T>
 ZB_HD bool quantize_residual(T x, double p, double twoe, double recip, double eb, int32_t radius, int has_fill,
                              uint64_t fill_bits, int32_t &q, T &recon) {
     using U = typename FloatBits<T>::U;
-    const bool special = !is_finite_value(x) || (has_fill && bits_of(x) == (U)fill_bits);
+    // -0.0 is always kept exactly: a prediction near zero could otherwise reconstruct it as a tiny negative value,
+    // within the bound but not bit for bit (DESIGN invariant 2).
+    const bool special = !is_finite_value(x) || (has_fill && bits_of(x) == (U)fill_bits) ||
+                         (x == (T)0 && sign_bit(x));
     const double xd = (double)x;
     const double t = mul_rn(sub_rn(xd, p), recip);
     const bool small = abs_value(t) < kQuantLimit;  // false for NaN
@@ -65,7 +68,7 @@ ZB_HD bool quantize_residual(T x, double p, double twoe, double recip, double eb
     const bool in_range = small && qi > -radius && qi < radius;
     const T r = (T)add_rn(p, mul_rn((double)qi, twoe));
     const bool within = abs_value(sub_rn(xd, (double)r)) <= eb;
-    const bool sign_ok = !(x == (T)0 && sign_bit(x) != sign_bit(r));
+    const bool sign_ok = !(x == (T)0 && sign_bit(x) != sign_bit(r));  // +0.0 must not come back as -0.0
     const bool regular = !special && in_range && within && sign_ok && eb > 0;
     q = regular ? qi : 0;
     recon = regular ? r : x;
