@@ -420,6 +420,95 @@ __global__ void k_scatter(const uint32_t *__restrict__ M, const uint32_t *__rest
     out[i] = from_bits<T>(u);
 }
 
+// The exception decoder (docs/FORMAT.md section 5), shared by the v1 decoder and the v2 pipelines (interp_gpu.cu):
+// edge mask -> exception mask M (one bit per value, div_up(n, 32) words) and each exception's rank; change bits ->
+// run rank; values scattered into out. init(), then the scan temporaries (scan_bytes) and the buffers (carve) are
+// taken from the caller's arena, then run() queues the kernels; errors go to the caller's error word.
+struct ExceptionDecoder {
+    uint64_t n = 0, k = 0, runs = 0, nb_edge = 0, ng_edge = 0, nw_mask = 0, nb_change = 0, ng_change = 0, nw_change = 0;
+    uint32_t *flagE = nullptr, *cntE = nullptr, *offE = nullptr, *E = nullptr, *cntP = nullptr, *offP = nullptr;
+    uint32_t *M = nullptr, *cntM = nullptr, *offM = nullptr;
+    uint32_t *flagC = nullptr, *cntC = nullptr, *offC = nullptr, *C = nullptr, *cntR = nullptr, *offR = nullptr;
+
+    void init(uint64_t n_, uint64_t k_, uint64_t runs_) {
+        n = n_;
+        k = k_;
+        runs = runs_;
+        nb_edge = div_up(div_up(n, 8), kBlockBytes);
+        ng_edge = div_up(nb_edge, 32);
+        nw_mask = div_up(n, 32);
+        nb_change = div_up(div_up(k, 8), kBlockBytes);
+        ng_change = div_up(nb_change, 32);
+        nw_change = 4 * nb_change;
+    }
+    // Largest scan temporary run() needs (0 without exceptions).
+    size_t scan_bytes(cudaStream_t s) const {
+        size_t most = 0;
+        if (k)
+            for (uint64_t m : {ng_edge, nw_mask, ng_change, nw_change}) {
+                size_t tb = 0;
+                exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+                most = std::max(most, tb);
+            }
+        return most;
+    }
+    void carve(Carver &cv) {
+        if (!k) return;
+        flagE = cv.take<uint32_t>(ng_edge);
+        cntE = cv.take<uint32_t>(ng_edge);
+        offE = cv.take<uint32_t>(ng_edge);
+        E = cv.take<uint32_t>(4 * nb_edge);
+        cntP = cv.take<uint32_t>(nw_mask);
+        offP = cv.take<uint32_t>(nw_mask);
+        M = cv.take<uint32_t>(nw_mask);
+        cntM = cv.take<uint32_t>(nw_mask);
+        offM = cv.take<uint32_t>(nw_mask);
+        flagC = cv.take<uint32_t>(ng_change);
+        cntC = cv.take<uint32_t>(ng_change);
+        offC = cv.take<uint32_t>(ng_change);
+        C = cv.take<uint32_t>(nw_change);
+        cntR = cv.take<uint32_t>(nw_change);
+        offR = cv.take<uint32_t>(nw_change);
+    }
+    // seg: the five exception segments in device memory (edge flags, edge blocks, change flags, change blocks,
+    // values); blocks_len: the lengths of the two block segments.
+    template <typename T>
+    void run(const uint8_t *const *seg, uint64_t edge_blocks_len, uint64_t change_blocks_len, T *out, uint32_t *err,
+             void *temp, size_t temp_bytes, cudaStream_t s) const {
+        if (!k) return;
+        size_t tb;
+        // Edge mask -> exception mask M and each exception's rank.
+        sparse_read_flags(seg[0], nb_edge, flagE, cntE, err, kErrEdgeSparse, s);
+        tb = temp_bytes;
+        exclusive_sum(temp, tb, cntE, offE, ng_edge, s);
+        sparse_expand(flagE, cntE, offE, nb_edge, seg[1], edge_blocks_len / 16, div_up(n, 8), E, err, kErrEdgeSparse,
+                      s);
+        popcount_words(E, nw_mask, cntP, s);
+        tb = temp_bytes;
+        exclusive_sum(temp, tb, cntP, offP, nw_mask, s);
+        k_mask<<<grid_for(nw_mask, 256), 256, 0, s>>>(E, offP, nw_mask, n, M, cntM, err);
+        ZB_LAUNCHED("k_mask");
+        tb = temp_bytes;
+        exclusive_sum(temp, tb, cntM, offM, nw_mask, s);
+        k_expect_total<<<1, 32, 0, s>>>(offM, cntM, nw_mask, k, kErrEdgeBits, err);
+        ZB_LAUNCHED("k_expect_total");
+        // Change bits -> run rank of each exception.
+        sparse_read_flags(seg[2], nb_change, flagC, cntC, err, kErrChangeSparse, s);
+        tb = temp_bytes;
+        exclusive_sum(temp, tb, cntC, offC, ng_change, s);
+        sparse_expand(flagC, cntC, offC, nb_change, seg[3], change_blocks_len / 16, div_up(k, 8), C, err,
+                      kErrChangeSparse, s);
+        k_change_check<<<grid_for(nw_change, 256), 256, 0, s>>>(C, nw_change, k, cntR, err);
+        ZB_LAUNCHED("k_change_check");
+        tb = temp_bytes;
+        exclusive_sum(temp, tb, cntR, offR, nw_change, s);
+        k_expect_total<<<1, 32, 0, s>>>(offR, cntR, nw_change, runs, kErrChangeBits, err);
+        ZB_LAUNCHED("k_expect_total");
+        k_scatter<T><<<grid_for(n, 256), 256, 0, s>>>(M, offM, n, k, C, offR, runs, seg[4], out, err);
+        ZB_LAUNCHED("k_scatter");
+    }
+};
+
 // ---- host driver -------------------------------------------------------------------------------------------------
 
 inline std::string error_text(uint32_t e) {
@@ -450,10 +539,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
     const uint64_t ntiles = raw ? 0 : code_tiles(n);
     const uint64_t k = h.exceptions;
-    const uint64_t nb_edge = div_up(div_up(n, 8), kBlockBytes), ng_edge = div_up(nb_edge, 32);
-    const uint64_t nw_mask = div_up(n, 32);
-    const uint64_t nb_change = div_up(div_up(k, 8), kBlockBytes), ng_change = div_up(nb_change, 32);
-    const uint64_t nw_change = 4 * nb_change;
+    ExceptionDecoder ex;
+    ex.init(n, raw ? 0 : k, h.runs);
     const uint64_t target = (uint64_t)c.sm_count * 2048;
     const int rank = h.shape.rank;
     const uint64_t nx = h.shape.nx(), ny = h.shape.ny(), nz = h.shape.nz();
@@ -472,12 +559,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         tb = 0;
         exclusive_segmented_sum(nullptr, tb, nullptr, nullptr, ntiles, s);
         need(tb);
-        if (k)
-            for (uint64_t m : {ng_edge, nw_mask, ng_change, nw_change}) {
-                tb = 0;
-                exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
-                need(tb);
-            }
+        need(ex.scan_bytes(s));
     }
 
     struct {
@@ -485,8 +567,6 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         uint32_t *cnt, *off, *esc_cnt, *esc_off, *first_head, *q, *sums, *err, *crcs;
         uint2 *tail, *carry, *xc;
         T *out;
-        uint32_t *flagE, *cntE, *offE, *E, *cntP, *offP, *M, *cntM, *offM;
-        uint32_t *flagC, *cntC, *offC, *C, *cntR, *offR;
         void *temp;
     } b{};
     const bool own_out = !dst_on_device || !dst_aligned;
@@ -506,23 +586,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         b.xc = cv.take<uint2>(ntiles);
         b.q = cv.take<uint32_t>(n);
         b.sums = cv.take<uint32_t>(nsums);
-        if (k) {
-            b.flagE = cv.take<uint32_t>(ng_edge);
-            b.cntE = cv.take<uint32_t>(ng_edge);
-            b.offE = cv.take<uint32_t>(ng_edge);
-            b.E = cv.take<uint32_t>(4 * nb_edge);
-            b.cntP = cv.take<uint32_t>(nw_mask);
-            b.offP = cv.take<uint32_t>(nw_mask);
-            b.M = cv.take<uint32_t>(nw_mask);
-            b.cntM = cv.take<uint32_t>(nw_mask);
-            b.offM = cv.take<uint32_t>(nw_mask);
-            b.flagC = cv.take<uint32_t>(ng_change);
-            b.cntC = cv.take<uint32_t>(ng_change);
-            b.offC = cv.take<uint32_t>(ng_change);
-            b.C = cv.take<uint32_t>(nw_change);
-            b.cntR = cv.take<uint32_t>(nw_change);
-            b.offR = cv.take<uint32_t>(nw_change);
-        }
+        ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
     Carver measure;
@@ -610,36 +674,10 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
         if (k) {
             timer.begin("exceptions");
-            // Edge mask -> exception mask M and each exception's rank.
-            sparse_read_flags(seg(kSegEdgeFlags), nb_edge, b.flagE, b.cntE, b.err, kErrEdgeSparse, s);
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cntE, b.offE, ng_edge, s);
-            sparse_expand(b.flagE, b.cntE, b.offE, nb_edge, seg(kSegEdgeBlocks), h.seg[kSegEdgeBlocks].length / 16,
-                          div_up(n, 8), b.E, b.err, kErrEdgeSparse, s);
-            popcount_words(b.E, nw_mask, b.cntP, s);
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cntP, b.offP, nw_mask, s);
-            k_mask<<<grid_for(nw_mask, 256), 256, 0, s>>>(b.E, b.offP, nw_mask, n, b.M, b.cntM, b.err);
-            ZB_LAUNCHED("k_mask");
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cntM, b.offM, nw_mask, s);
-            k_expect_total<<<1, 32, 0, s>>>(b.offM, b.cntM, nw_mask, k, kErrEdgeBits, b.err);
-            ZB_LAUNCHED("k_expect_total");
-            // Change bits -> run rank of each exception.
-            sparse_read_flags(seg(kSegChangeFlags), nb_change, b.flagC, b.cntC, b.err, kErrChangeSparse, s);
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cntC, b.offC, ng_change, s);
-            sparse_expand(b.flagC, b.cntC, b.offC, nb_change, seg(kSegChangeBlocks),
-                          h.seg[kSegChangeBlocks].length / 16, div_up(k, 8), b.C, b.err, kErrChangeSparse, s);
-            k_change_check<<<grid_for(nw_change, 256), 256, 0, s>>>(b.C, nw_change, k, b.cntR, b.err);
-            ZB_LAUNCHED("k_change_check");
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cntR, b.offR, nw_change, s);
-            k_expect_total<<<1, 32, 0, s>>>(b.offR, b.cntR, nw_change, h.runs, kErrChangeBits, b.err);
-            ZB_LAUNCHED("k_expect_total");
-            k_scatter<T><<<grid_for(n, 256), 256, 0, s>>>(b.M, b.offM, n, k, b.C, b.offR, h.runs,
-                                                               seg(kSegExceptionValues), out, b.err);
-            ZB_LAUNCHED("k_scatter");
+            const uint8_t *xs[5] = {seg(kSegEdgeFlags), seg(kSegEdgeBlocks), seg(kSegChangeFlags),
+                                    seg(kSegChangeBlocks), seg(kSegExceptionValues)};
+            ex.run<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp, scan_bytes,
+                      s);
             timer.end();
         }
     }

@@ -478,6 +478,132 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     return hb + (size_t)len;
 }
 
+// Min and max over the finite non-fill values of x (REL): false when there is none. scratch: 2 device words.
+template <typename T>
+bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch, cudaStream_t s,
+                  KernelTimer &timer, double &vmin, double &vmax) {
+    ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8, s));
+    ZB_CUDA(cudaMemsetAsync(scratch + 1, 0, 8, s));
+    const unsigned grid = (unsigned)std::min<uint64_t>((n + 255) / 256, (uint64_t)c.sm_count * 8);
+    timer.begin("range");
+    k_range<T><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
+    ZB_LAUNCHED("k_range");
+    timer.end();
+    const unsigned long long *keys = fetch_totals(c, scratch, 2, s);
+    if (keys[0] == ~0ull) return false;
+    vmin = key_to_double(keys[0]);
+    vmax = key_to_double(keys[1]);
+    return true;
+}
+
+// Raw passthrough of the n values (docs/FORMAT.md section 2) for header h (shape, mode, bound and eb set): from the
+// host copy h_x when there is one (host API), else from the device values x with the checksum computed on the GPU.
+template <typename T>
+size_t write_raw(Context &c, const Header &h, const T *x, const T *h_x, uint32_t *d_crcs, const StreamTarget &out,
+                 int threads, cudaStream_t s, KernelTimer &timer) {
+    const size_t raw_bytes = raw_stream_bytes(h.dtype, h.shape.n);
+    if (out.capacity < raw_bytes) too_small(raw_bytes);
+    if (!out.on_device) return write_raw_stream(h, h_x, out.ptr, threads);
+    // Device API: the same stream as write_raw_stream, with the payload checksum computed on the GPU.
+    Header r = h;
+    r.version = kFormatVersionV1;  // the raw layout is the same in every version
+    r.predictor = 0;
+    r.encoder = 0;
+    r.flags = kFlagRaw;
+    r.escapes = r.exceptions = r.runs = r.nonzero_code_blocks = 0;
+    r.nsegments = 1;
+    r.seg[0].offset = 0;
+    r.seg[0].length = h.shape.n * sizeof(T);
+    return finish_stream(c, r, reinterpret_cast<const uint8_t *>(x), d_crcs, out, s, timer);
+}
+
+// The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
+// words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
+// lays them out. plan() computes the values, the edge mask, the change bits and their sparse forms (buffers in the
+// exceptions arena) and waits for the counts; write() queues the five segments at their final places.
+template <typename T> struct ExceptionStage {
+    using U = typename FloatBits<T>::U;
+    uint64_t k = 0, n = 0, nb_edge = 0, nb_change = 0, edge_nnz = 0, change_nnz = 0, runs = 0;
+    U *V = nullptr;
+    uint32_t *E = nullptr, *flagE = nullptr, *cntE = nullptr, *offE = nullptr;
+    uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
+    void *temp = nullptr;
+
+    // scratch: 3 device words for the totals.
+    void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
+              uint64_t k_, unsigned long long *scratch, cudaStream_t s, KernelTimer &timer) {
+        n = n_;
+        k = k_;
+        const uint64_t ntiles = code_tiles(n);
+        nb_edge = div_up(div_up(n, 8), kBlockBytes);
+        nb_change = div_up(div_up(k, 8), kBlockBytes);
+        const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
+        if (!k) return;
+        size_t ex_scan_bytes = 0;
+        for (uint64_t m : {ng_edge, nw_change, ng_change}) {
+            size_t tb = 0;
+            exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+            ex_scan_bytes = std::max(ex_scan_bytes, tb);
+        }
+        auto carve_ex = [&](Carver &cv) {
+            V = cv.take<U>(k);
+            E = cv.take<uint32_t>(ntiles * 64);
+            flagE = cv.take<uint32_t>(ng_edge);
+            cntE = cv.take<uint32_t>(ng_edge);
+            offE = cv.take<uint32_t>(ng_edge);
+            C = cv.take<uint32_t>(nw_change);
+            cntR = cv.take<uint32_t>(nw_change);
+            offR = cv.take<uint32_t>(nw_change);
+            flagC = cv.take<uint32_t>(ng_change);
+            cntC = cv.take<uint32_t>(ng_change);
+            offC = cv.take<uint32_t>(ng_change);
+            temp = cv.take<uint8_t>(ex_scan_bytes);
+        };
+        Carver m2;
+        carve_ex(m2);
+        Carver cut2{c.arena[kArenaExceptions].reserve(m2.used)};
+        carve_ex(cut2);
+
+        timer.begin("exceptions");
+        k_gather_exceptions<T><<<(unsigned)ntiles, kTileThreads, 0, s>>>(x, mwords, counts, offs, V);
+        ZB_LAUNCHED("k_gather_exceptions");
+        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(mwords, ntiles * 64, n, E);
+        ZB_LAUNCHED("k_edges");
+        sparse_flags(E, nb_edge, flagE, cntE, s);
+        size_t tb = ex_scan_bytes;
+        exclusive_sum(temp, tb, cntE, offE, ng_edge, s);
+        k_change_bits<U><<<grid_for(nw_change * 32, 256), 256, 0, s>>>(V, k, nw_change, C, cntR);
+        ZB_LAUNCHED("k_change_bits");
+        tb = ex_scan_bytes;
+        exclusive_sum(temp, tb, cntR, offR, nw_change, s);
+        sparse_flags(C, nb_change, flagC, cntC, s);
+        tb = ex_scan_bytes;
+        exclusive_sum(temp, tb, cntC, offC, ng_change, s);
+        const ScanTotal t[3] = {{offE, cntE, ng_edge, 1}, {offC, cntC, ng_change, 1}, {offR, cntR, nw_change, 1}};
+        scan_totals(t, 3, scratch, s);
+        timer.end();
+        const unsigned long long *tot = fetch_totals(c, scratch, 3, s);
+        edge_nnz = tot[0];
+        change_nnz = tot[1];
+        runs = tot[2];
+    }
+
+    // The five segments (device addresses, any alignment) with the lengths of the two flag segments.
+    void write(uint8_t *edge_flags, uint64_t edge_flags_len, uint8_t *edge_blocks, uint8_t *change_flags,
+               uint64_t change_flags_len, uint8_t *change_blocks, uint8_t *values, cudaStream_t s) const {
+        if (!k) {
+            ZB_CUDA(cudaMemsetAsync(edge_flags, 0, edge_flags_len, s));
+            return;
+        }
+        ZB_CUDA(cudaMemcpyAsync(edge_flags, flagE, edge_flags_len, cudaMemcpyDeviceToDevice, s));
+        sparse_copy(E, nb_edge, flagE, offE, 1, 1, edge_blocks, s);
+        ZB_CUDA(cudaMemcpyAsync(change_flags, flagC, change_flags_len, cudaMemcpyDeviceToDevice, s));
+        sparse_copy(C, nb_change, flagC, offC, 1, 1, change_blocks, s);
+        k_runs<U><<<grid_for(k, 256), 256, 0, s>>>(V, k, C, offR, values);
+        ZB_LAUNCHED("k_runs");
+    }
+};
+
 template <typename T>
 size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *d_x_in, const T *h_x,
                    const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
@@ -532,21 +658,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 1. the absolute bound
     bool has_range = false;
     double vmin = 0, vmax = 0;
-    if (p.mode == ZB_MODE_REL) {
-        ZB_CUDA(cudaMemsetAsync(b.scratch, 0xFF, 8, s));
-        ZB_CUDA(cudaMemsetAsync(b.scratch + 1, 0, 8, s));
-        const unsigned grid = (unsigned)std::min<uint64_t>((n + 255) / 256, (uint64_t)c.sm_count * 8);
-        timer.begin("range");
-        k_range<T><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, b.scratch);
-        ZB_LAUNCHED("k_range");
-        timer.end();
-        const unsigned long long *keys = fetch_totals(c, b.scratch, 2, s);
-        if (keys[0] != ~0ull) {
-            has_range = true;
-            vmin = key_to_double(keys[0]);
-            vmax = key_to_double(keys[1]);
-        }
-    }
+    if (p.mode == ZB_MODE_REL) has_range = device_range(c, x, n, p, b.scratch, s, timer, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
     const Dims dm = make_dims(shape);
@@ -576,87 +688,17 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // ---- 3. exceptions: values, edge mask, change bits (sizes depend on their count k)
     const uint64_t k = h.exceptions;
-    const uint64_t nb_edge = div_up(div_up(n, 8), kBlockBytes), ng_edge = div_up(nb_edge, 32);
-    const uint64_t nb_change = div_up(div_up(k, 8), kBlockBytes), ng_change = div_up(nb_change, 32);
-    const uint64_t nw_change = 4 * nb_change;
-    struct {
-        U *V;
-        uint32_t *E, *flagE, *cntE, *offE;
-        uint32_t *C, *cntR, *offR, *flagC, *cntC, *offC;
-        void *temp;
-    } e{};
-    size_t ex_scan_bytes = 0;
-    uint64_t edge_nnz = 0, change_nnz = 0, runs = 0;
-    if (k) {
-        for (uint64_t m : {ng_edge, nw_change, ng_change}) {
-            size_t tb = 0;
-            exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
-            ex_scan_bytes = std::max(ex_scan_bytes, tb);
-        }
-        auto carve_ex = [&](Carver &cv) {
-            e.V = cv.take<U>(k);
-            e.E = cv.take<uint32_t>(ntiles * 64);
-            e.flagE = cv.take<uint32_t>(ng_edge);
-            e.cntE = cv.take<uint32_t>(ng_edge);
-            e.offE = cv.take<uint32_t>(ng_edge);
-            e.C = cv.take<uint32_t>(nw_change);
-            e.cntR = cv.take<uint32_t>(nw_change);
-            e.offR = cv.take<uint32_t>(nw_change);
-            e.flagC = cv.take<uint32_t>(ng_change);
-            e.cntC = cv.take<uint32_t>(ng_change);
-            e.offC = cv.take<uint32_t>(ng_change);
-            e.temp = cv.take<uint8_t>(ex_scan_bytes);
-        };
-        Carver m2;
-        carve_ex(m2);
-        Carver cut2{c.arena[kArenaExceptions].reserve(m2.used)};
-        carve_ex(cut2);
-
-        timer.begin("exceptions");
-        k_gather_exceptions<T><<<(unsigned)ntiles, kTileThreads, 0, s>>>(x, b.mwords, b.counts, b.offs, e.V);
-        ZB_LAUNCHED("k_gather_exceptions");
-        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(b.mwords, ntiles * 64, n, e.E);
-        ZB_LAUNCHED("k_edges");
-        sparse_flags(e.E, nb_edge, e.flagE, e.cntE, s);
-        size_t tb = ex_scan_bytes;
-        exclusive_sum(e.temp, tb, e.cntE, e.offE, ng_edge, s);
-        k_change_bits<U><<<grid_for(nw_change * 32, 256), 256, 0, s>>>(e.V, k, nw_change, e.C, e.cntR);
-        ZB_LAUNCHED("k_change_bits");
-        tb = ex_scan_bytes;
-        exclusive_sum(e.temp, tb, e.cntR, e.offR, nw_change, s);
-        sparse_flags(e.C, nb_change, e.flagC, e.cntC, s);
-        tb = ex_scan_bytes;
-        exclusive_sum(e.temp, tb, e.cntC, e.offC, ng_change, s);
-        const ScanTotal t[3] = {{e.offE, e.cntE, ng_edge, 1}, {e.offC, e.cntC, ng_change, 1},
-                                {e.offR, e.cntR, nw_change, 1}};
-        scan_totals(t, 3, b.scratch + 5, s);
-        timer.end();
-        const unsigned long long *tot = fetch_totals(c, b.scratch + 5, 3, s);
-        edge_nnz = tot[0];
-        change_nnz = tot[1];
-        runs = tot[2];
-    }
+    ExceptionStage<T> ex;
+    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
 
     // ---- 4. layout, raw-passthrough decision
     h.predictor = 1;
     h.encoder = 1;
-    h.runs = runs;
-    fast_layout(h, edge_nnz, change_nnz);
+    h.runs = ex.runs;
+    fast_layout(h, ex.edge_nnz, ex.change_nnz);
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
-    if (total >= raw_bytes) {
-        if (out.capacity < raw_bytes) too_small(raw_bytes);
-        if (!out.on_device) return write_raw_stream(h, h_x, out.ptr, resolve_threads(p.threads, h.shape.n));
-        // Device API: the same stream as write_raw_stream, with the payload checksum computed on the GPU.
-        Header r = h;
-        r.predictor = 0;
-        r.encoder = 0;
-        r.flags = kFlagRaw;
-        r.escapes = r.exceptions = r.runs = r.nonzero_code_blocks = 0;
-        r.nsegments = 1;
-        r.seg[0].offset = 0;
-        r.seg[0].length = n * sizeof(T);
-        return finish_stream(c, r, reinterpret_cast<const uint8_t *>(x), b.crcs, out, s, timer);
-    }
+    if (total >= raw_bytes)
+        return write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, h.shape.n), s, timer);
     if (out.capacity < total) too_small(total);
 
     // ---- 5. segments at their final offsets
@@ -668,17 +710,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     if (h.escapes)
         launch_escapes(shape.rank, ntiles, s, b.q, dm, b.counts, b.offs,
                           reinterpret_cast<int32_t *>(seg(kSegEscapes)));
-    if (k) {
-        ZB_CUDA(cudaMemcpyAsync(seg(kSegEdgeFlags), e.flagE, h.seg[kSegEdgeFlags].length, cudaMemcpyDeviceToDevice, s));
-        sparse_copy(e.E, nb_edge, e.flagE, e.offE, 1, 1, seg(kSegEdgeBlocks), s);
-        ZB_CUDA(cudaMemcpyAsync(seg(kSegChangeFlags), e.flagC, h.seg[kSegChangeFlags].length,
-                                cudaMemcpyDeviceToDevice, s));
-        sparse_copy(e.C, nb_change, e.flagC, e.offC, 1, 1, seg(kSegChangeBlocks), s);
-        k_runs<U><<<grid_for(k, 256), 256, 0, s>>>(e.V, k, e.C, e.offR, seg(kSegExceptionValues));
-        ZB_LAUNCHED("k_runs");
-    } else {
-        ZB_CUDA(cudaMemsetAsync(seg(kSegEdgeFlags), 0, h.seg[kSegEdgeFlags].length, s));
-    }
+    ex.write(seg(kSegEdgeFlags), h.seg[kSegEdgeFlags].length, seg(kSegEdgeBlocks), seg(kSegChangeFlags),
+             h.seg[kSegChangeFlags].length, seg(kSegChangeBlocks), seg(kSegExceptionValues), s);
     timer.end();
     return finish_stream(c, h, pay, b.crcs, out, s, timer);
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 #include "gpu_internal.h"
+#include "interp_gpu.h"
+#include "zb_cpu.h"
 #include "zb_gpu_ops.h"
 
 namespace zb {
@@ -55,10 +57,25 @@ zb_status too_large(std::string &msg, uint64_t n) {
 
 bool available() { return gpu::try_context(nullptr); }
 
+// The pipeline of explicit parameters (AUTO: the v1 defaults; core's API passes the pipeline it chose explicitly):
+// false with a message for a pipeline this backend does not run, else v2 = whether it is a format-v2 one.
+bool gpu_pipeline(const zb_params &p, bool &v2, std::string &msg) {
+    uint8_t pred, enc;
+    resolve_pipeline(p, pred, enc);
+    v2 = !is_v1_pipeline(pred, enc);
+    if (v2 && !gpu::gpu_runs_v2(pred, enc)) {
+        msg = "the ratio encoder runs on the CPU only in this version";
+        return false;
+    }
+    return true;
+}
+
 zb_status compress_host(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, void *dst,
                         size_t dst_capacity, size_t *dst_len, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
+    bool v2 = false;
+    if (!gpu_pipeline(p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     cudaStream_t s = nullptr;
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
@@ -67,10 +84,15 @@ zb_status compress_host(const zb_params &p, zb_dtype dtype, const void *src, con
         gpu::KernelTimer timer(c, s);
         const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
         size_t len;
-        if (dtype == ZB_F64)
-            len = gpu::encode<double>(c, p, shape, nullptr, static_cast<const double *>(src), out, s, timer);
-        else
-            len = gpu::encode<float>(c, p, shape, nullptr, static_cast<const float *>(src), out, s, timer);
+        if (dtype == ZB_F64) {
+            const double *x = static_cast<const double *>(src);
+            len = v2 ? gpu::interp_encode<double>(c, p, shape, nullptr, x, out, s, timer)
+                     : gpu::encode<double>(c, p, shape, nullptr, x, out, s, timer);
+        } else {
+            const float *x = static_cast<const float *>(src);
+            len = v2 ? gpu::interp_encode<float>(c, p, shape, nullptr, x, out, s, timer)
+                     : gpu::encode<float>(c, p, shape, nullptr, x, out, s, timer);
+        }
         *dst_len = len;
         fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * (dtype == ZB_F64 ? 8 : 4), len);
         return ZB_OK;
@@ -88,8 +110,14 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
         gpu::KernelTimer timer(c, s);
         const uint8_t *payload = src + h.header_bytes();
         // The payload checksum was verified by read_header on the host.
-        if (h.dtype == ZB_F64) gpu::decode<double>(c, h, payload, false, dst, false, false, s, timer);
-        else gpu::decode<float>(c, h, payload, false, dst, false, false, s, timer);
+        if (h.version != kFormatVersionV1) {
+            if (h.dtype == ZB_F64) gpu::interp_decode<double>(c, h, payload, false, dst, false, false, s, timer);
+            else gpu::interp_decode<float>(c, h, payload, false, dst, false, false, s, timer);
+        } else if (h.dtype == ZB_F64) {
+            gpu::decode<double>(c, h, payload, false, dst, false, false, s, timer);
+        } else {
+            gpu::decode<float>(c, h, payload, false, dst, false, false, s, timer);
+        }
         fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(),
                    (size_t)h.shape.n * h.value_bytes());
         return ZB_OK;
@@ -105,6 +133,8 @@ zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src,
         msg = "device source array is not aligned to its value size";
         return ZB_ERR_INVALID_ARG;
     }
+    bool v2 = false;
+    if (!gpu_pipeline(p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
@@ -112,8 +142,15 @@ zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src,
         gpu::KernelTimer timer(c, s);
         const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
         size_t len;
-        if (dtype == ZB_F64) len = gpu::encode<double>(c, p, shape, static_cast<const double *>(d_src), nullptr, out, s, timer);
-        else len = gpu::encode<float>(c, p, shape, static_cast<const float *>(d_src), nullptr, out, s, timer);
+        if (dtype == ZB_F64) {
+            const double *x = static_cast<const double *>(d_src);
+            len = v2 ? gpu::interp_encode<double>(c, p, shape, x, nullptr, out, s, timer)
+                     : gpu::encode<double>(c, p, shape, x, nullptr, out, s, timer);
+        } else {
+            const float *x = static_cast<const float *>(d_src);
+            len = v2 ? gpu::interp_encode<float>(c, p, shape, x, nullptr, out, s, timer)
+                     : gpu::encode<float>(c, p, shape, x, nullptr, out, s, timer);
+        }
         *dst_len = len;
         fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * vb, len);
         return ZB_OK;
@@ -137,8 +174,9 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         ZB_CUDA(cudaStreamSynchronize(s));
         Header h;
         if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
-        if (h.version != kFormatVersionV1) {
-            msg = "format-v2 streams (interp predictor) decode on the CPU only in this version";
+        if (h.version != kFormatVersionV1 && !gpu::gpu_runs_v2(h.predictor, h.encoder)) {
+            msg = "format-v2 streams other than interp + fast (the ratio encoder) decode on the CPU only in "
+                  "this version";
             return ZB_ERR_UNSUPPORTED;
         }
         if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
@@ -149,8 +187,14 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
             return ZB_ERR_BUFFER_TOO_SMALL;
         }
         const uint8_t *payload = d_src + h.header_bytes();
-        if (h.dtype == ZB_F64) gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
-        else gpu::decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+        if (h.version != kFormatVersionV1) {
+            if (h.dtype == ZB_F64) gpu::interp_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+            else gpu::interp_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+        } else if (h.dtype == ZB_F64) {
+            gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+        } else {
+            gpu::decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+        }
         fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
         return ZB_OK;
     });

@@ -167,12 +167,22 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         uint8_t pred, enc;
         zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
         const bool v1 = zb::is_v1_pipeline(pred, enc);
-        if (gpu && !v1) {
-            const std::string why = std::string("the ") + (pred == zb::kPredInterp ? "interp predictor" : "ratio encoder") +
-                                    " runs on the CPU only in this version" +
-                                    (params->predictor == ZB_PRED_AUTO ? " (chosen by predictor=auto; set "
-                                                                         "predictor=lorenzo, encoder=fast for the GPU)"
-                                                                       : "");
+        if (gpu && !v1 && pred == zb::kPredInterp && enc == zb::kEncFast) {
+            // The GPU runs the interp pipeline too; the pipeline chosen here (predictor=auto included) is passed
+            // explicitly, so both backends write it.
+            zb_params gp = *params;
+            gp.predictor = ZB_PRED_INTERP;
+            gp.encoder = ZB_ENC_FAST;
+            const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
+            if (s == ZB_OK) return ZB_OK;
+            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
+            log_once("GPU compression failed, using the CPU: " + msg);
+            gpu = nullptr;
+        } else if (gpu && !v1) {
+            const std::string why = std::string("the ratio encoder runs on the CPU only in this version") +
+                                    (params->encoder == ZB_ENC_AUTO ? " (chosen by encoder=auto; set encoder=fast "
+                                                                      "for the GPU)"
+                                                                    : "");
             // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
             if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
             log_once(why);
@@ -249,8 +259,10 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
                                                           std::to_string(out_bytes));
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-        if (gpu && h.version != zb::kFormatVersionV1) {
-            const char *why = "format-v2 streams (interp predictor) decode on the CPU only in this version";
+        if (gpu && h.version != zb::kFormatVersionV1 &&
+            !(h.predictor == zb::kPredInterp && h.encoder == zb::kEncFast && !(h.flags & zb::kFlagRaw))) {
+            const char *why = "format-v2 streams other than interp + fast (the ratio encoder) decode on the CPU only in "
+                              "this version";
             if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
             log_once(why);
             gpu = nullptr;
@@ -284,8 +296,8 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
         uint8_t pred, enc;
         zb::resolve_pipeline(*params, pred, enc);
-        if (!zb::is_v1_pipeline(pred, enc))
-            return set_error(ZB_ERR_UNSUPPORTED, "the interp predictor runs on the CPU only in this version");
+        if (!zb::is_v1_pipeline(pred, enc) && !(pred == zb::kPredInterp && enc == zb::kEncFast))
+            return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder runs on the CPU only in this version");
         const zb::GpuOps *gpu = zb::gpu_ops();
         if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
         if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");

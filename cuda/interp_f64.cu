@@ -1,0 +1,11 @@
+// Instantiates the interp pipeline (interp_gpu.cuh) for double.
+#include "interp_gpu.cuh"
+
+namespace zb {
+namespace gpu {
+template size_t interp_encode<double>(Context &, const zb_params &, const Shape &, const double *, const double *,
+                                   const StreamTarget &, cudaStream_t, KernelTimer &);
+template void interp_decode<double>(Context &, const Header &, const uint8_t *, bool, void *, bool, bool, cudaStream_t,
+                                 KernelTimer &);
+}  // namespace gpu
+}  // namespace zb

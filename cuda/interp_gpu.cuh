@@ -1,0 +1,758 @@
+// The format-v2 interp pipeline on the GPU (docs/FORMAT.md section 8, "Interp predictor"): the same bytes as
+// core/src/pipeline_v2.cpp + interp_cpu.cpp, templated on the value type; interp_f32.cu / interp_f64.cu instantiate
+// it. The float arithmetic is the host+device code of zb_interp.h / zb_quant.h (explicit _rn double operations), so
+// every reconstructed value, and with it every code, equals the CPU's.
+//
+// Encode (device memory throughout; "sync" = the host waits for the stream):
+//   k_range (always: interp_tune needs the finite range for alpha, REL for the bound) -> sync
+//   host: zb::interp_tune on the sample points (from the host copy; the device API copies the array to the host)
+//   k_anchor_quant: dual-quant of the anchors (multiples of 8) at level_eb[3] -> lattice integers, recon, mask bits
+//   k_anchor_delta: integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000), escape flags; CUB scan
+//   per level (stride 4, 2, 1) and pass (dim order[0..2]): k_pass_encode, one thread per point of the pass:
+//     zb::interp_predict from the reconstruction, zb::quantize_residual -> code, recon, exception mask bit
+//   k_code_tiles: per 2048-code tile bitshuffle (8 codes per thread, 8x8 bit transposes in registers) + zero-block
+//     flags written straight into segment 1 + per-tile counts; CUB scan -> sync (non-zero blocks, exceptions, escapes)
+//   exceptions (encode.cuh's ExceptionStage) -> sync; v2 layout (core's v2_layout), raw-passthrough decision
+//   segments at their final offsets: parameters, sparse copy of the code blocks, escapes, exceptions; CRC pieces;
+//   header on the host (core's write_header) with the combined payload checksum.
+// Decode: parameters read on the host; per tile expand + un-bitshuffle into 16-bit codes (decode.cuh's helpers);
+// exceptions -> values and mask (decode.cuh's ExceptionDecoder); anchors: codes -> deltas (escapes patched in
+// lattice order) -> 3D prefix sums on the lattice (decode.cuh's line scans) -> values; then the passes in order.
+// The decoder checks everything the CPU decoder checks (code blocks, padding, escapes, codes out of range,
+// exceptions) and answers ZB_ERR_CORRUPT like it.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include "decode.cuh"
+#include "encode.cuh"
+#include "interp_gpu.h"
+#include "zb_bytes.h"
+#include "zb_interp.h"
+
+namespace zb {
+namespace gpu {
+namespace interp {
+namespace {
+
+constexpr int32_t kFastRadius = 32768;  // every |code| < 2^15: a 16-bit sign-magnitude code (docs/FORMAT.md 8)
+constexpr uint32_t kErrInterpCode = 1u << 16;  // a non-anchor code is the escape code
+constexpr int64_t kAnchor = 1 << kInterpAnchorLog2;
+constexpr uint64_t kParamBytes = kV2CommonParamBytes + kInterpParamBytes;  // segment 0
+// v2 fast-encoder segments: 0 parameters, 1 code flags, 2 code blocks, 3 escapes, 4..8 exceptions.
+enum { kSegParams = 0, kSegFlags, kSegBlocks, kSegEsc, kSegExc0, kSegCount = kSegExc0 + 5 };
+
+// ---- geometry ----------------------------------------------------------------------------------------------------
+
+// The anchor lattice of the 3D view: lattice point a = (az, ay, ax) sits at (8 az, 8 ay, 8 ax).
+struct Lattice {
+    int64_t d[3];   // the 3D view's dims
+    int64_t L[3];   // lattice dims
+    uint64_t n;     // lattice points
+    FastDiv div2, div1;
+};
+
+inline Lattice make_lattice(const Shape &s) {
+    Lattice g;
+    view3(s, g.d);
+    for (int k = 0; k < 3; ++k) g.L[k] = (g.d[k] - 1) / kAnchor + 1;
+    g.n = (uint64_t)(g.L[0] * g.L[1] * g.L[2]);
+    g.div2 = FastDiv((uint64_t)g.L[2]);
+    g.div1 = FastDiv((uint64_t)g.L[1]);
+    return g;
+}
+
+__device__ __forceinline__ int64_t lattice_point(const Lattice &g, uint64_t a, int64_t &az, int64_t &ay,
+                                                 int64_t &ax) {
+    const uint64_t r = g.div2.div(a);
+    ax = (int64_t)(a - r * (uint64_t)g.L[2]);
+    const uint64_t z = g.div1.div(r);
+    ay = (int64_t)(r - z * (uint64_t)g.L[1]);
+    az = (int64_t)z;
+    return ((az * kAnchor) * g.d[1] + ay * kAnchor) * g.d[2] + ax * kAnchor;
+}
+
+// One pass (interp_cpu.cpp's make_pass): along dim `dim` the odd multiples of s, along earlier dims of the order
+// multiples of s, along later dims multiples of 2s. Threads enumerate its points x fastest.
+struct PassGeo {
+    int64_t d[3], start[3], step[3], count[3];
+    int64_t s, sd;   // stride of the level; linear distance between neighbours along dim
+    uint64_t npts;
+    int dim, natural;
+    FastDiv div2, div1;
+};
+
+inline PassGeo make_pass_geo(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
+    PassGeo g;
+    g.dim = ip.order[i];
+    for (int j = 0; j < 3; ++j) {
+        const int dj = ip.order[j];
+        g.start[dj] = j == i ? s : 0;
+        g.step[dj] = j < i ? s : 2 * s;
+    }
+    for (int k = 0; k < 3; ++k) {
+        g.d[k] = d[k];
+        g.count[k] = d[k] > g.start[k] ? (d[k] - 1 - g.start[k]) / g.step[k] + 1 : 0;
+    }
+    g.s = s;
+    g.sd = g.dim == 0 ? d[1] * d[2] : (g.dim == 1 ? d[2] : 1);
+    g.npts = (uint64_t)(g.count[0] * g.count[1] * g.count[2]);
+    g.natural = ip.natural[g.dim];
+    g.div2 = FastDiv(g.count[2] > 0 ? (uint64_t)g.count[2] : 1);
+    g.div1 = FastDiv(g.count[1] > 0 ? (uint64_t)g.count[1] : 1);
+    return g;
+}
+
+// Linear index of the pass's point number tid and its coordinate along the pass dim.
+__device__ __forceinline__ int64_t pass_point(const PassGeo &g, uint64_t tid, int64_t &c) {
+    const uint64_t r = g.div2.div(tid);
+    const int64_t ix = (int64_t)(tid - r * (uint64_t)g.count[2]);
+    const uint64_t iz = g.div1.div(r);
+    const int64_t iy = (int64_t)(r - iz * (uint64_t)g.count[1]);
+    const int64_t z = g.start[0] + (int64_t)iz * g.step[0];
+    const int64_t y = g.start[1] + iy * g.step[1];
+    const int64_t x = g.start[2] + ix * g.step[2];
+    c = g.dim == 0 ? z : (g.dim == 1 ? y : x);
+    return (z * g.d[1] + y) * g.d[2] + x;
+}
+
+// zb::interp_predict along the pass dim from the reconstructed values (interp_cpu.cpp's predict_at).
+template <typename T>
+__device__ __forceinline__ double predict(const PassGeo &g, const T *rec, int64_t idx, int64_t c) {
+    const T *line = rec + (idx - c * g.sd);
+    const int64_t sd = g.sd;
+    return interp_predict(c, g.s, g.d[g.dim], g.natural != 0, [&](int64_t k) { return (double)line[k * sd]; });
+}
+
+__device__ __forceinline__ bool masked(const uint32_t *M, int64_t i) {
+    return M && ((M[(uint64_t)i >> 5] >> (i & 31)) & 1u);
+}
+
+// ---- encoder kernels ---------------------------------------------------------------------------------------------
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_anchor_quant(Lattice g, const T *__restrict__ x, QuantParams qa, uint32_t *__restrict__ qlat, T *__restrict__ rec,
+               uint32_t *__restrict__ mwords) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= g.n) return;
+    int64_t az, ay, ax;
+    const int64_t i = lattice_point(g, a, az, ay, ax);
+    const T v = x[i];
+    int32_t q;
+    const bool regular = quantize<T>(v, qa, q);
+    qlat[a] = (uint32_t)q;
+    rec[i] = regular ? dequantize<T>(q, qa.twoeb) : v;
+    if (!regular) atomicOr(&mwords[(uint64_t)i >> 5], 1u << (i & 31));
+}
+
+// The anchor's 3D Lorenzo delta on the lattice (0 outside); |d| >= radius is escaped.
+__global__ void __launch_bounds__(256)
+k_anchor_delta(Lattice g, const uint32_t *__restrict__ qlat, uint16_t *__restrict__ codes, int32_t *__restrict__ delta,
+               uint32_t *__restrict__ esc) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= g.n) return;
+    int64_t az, ay, ax;
+    const int64_t i = lattice_point(g, a, az, ay, ax);
+    auto qat = [&](int64_t z, int64_t y, int64_t xx) -> uint32_t {
+        return (z < 0 || y < 0 || xx < 0) ? 0u : qlat[(z * g.L[1] + y) * g.L[2] + xx];
+    };
+    const int32_t d = lorenzo_delta<3>(az, ay, ax, qat);
+    const bool escaped = !(d > -kFastRadius && d < kFastRadius);
+    codes[i] = escaped ? kEscapeCode : delta_to_code(d);
+    delta[a] = d;
+    esc[a] = escaped ? 1u : 0u;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_pass_encode(PassGeo g, const T *__restrict__ x, T *rec, uint16_t *__restrict__ codes, uint32_t *__restrict__ mwords,
+              double twoe, double recip, double eb, int has_fill, uint64_t fill_bits) {
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= g.npts) return;
+    int64_t c;
+    const int64_t idx = pass_point(g, tid, c);
+    const double p = predict(g, rec, idx, c);
+    int32_t q;
+    T r;
+    const bool regular = quantize_residual<T>(x[idx], p, twoe, recip, eb, kFastRadius, has_fill, fill_bits, q, r);
+    codes[idx] = delta_to_code(q);  // |q| < 2^15; 0 for an exception
+    rec[idx] = r;
+    if (!regular) atomicOr(&mwords[(uint64_t)idx >> 5], 1u << (idx & 31));
+}
+
+// Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5): byte p of the result (p < 16)
+// is byte j of plane p, i.e. its bit k is bit p of code 8j+k. Two 8x8 bit transposes (low and high code bytes), the
+// inverse of decode.cuh's unshuffle8. Host and device (the host checks it against core's bitshuffle_tile in tests).
+__host__ __device__ __forceinline__ uint64_t transpose8(uint64_t x) {
+    uint64_t t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+__host__ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint64_t &planes_lo, uint64_t &planes_hi) {
+    uint64_t lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const uint32_t code = (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
+        lo |= (uint64_t)(code & 0xFFu) << (8 * k);
+        hi |= (uint64_t)(code >> 8) << (8 * k);
+    }
+    planes_lo = transpose8(lo);
+    planes_hi = transpose8(hi);
+}
+
+// One block of 256 threads per tile of 2048 codes; thread j bitshuffles the codes 8j .. 8j+7 in registers (one
+// 16-byte load) and stores byte j of each of the 16 planes in shared memory; then each thread tests one 16-byte
+// block. Outputs the flags (segment 1 of the payload, 8 words per tile), the non-zero blocks at dense[tile * 256 +
+// block] and counts[tile] = {non-zero blocks, 0, exceptions, 0}, laid out as encode.cuh's k_encode.
+__global__ void __launch_bounds__(kTileThreads)
+k_code_tiles(const uint16_t *__restrict__ codes, const uint32_t *__restrict__ mwords, uint4 *__restrict__ dense,
+             uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+    __shared__ uint4 tile4[kTileWords / 4];
+    __shared__ uint32_t w_nnz[8], w_exc[8];
+    uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
+    const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
+    const uint64_t t = blockIdx.x;
+    const uint4 v = reinterpret_cast<const uint4 *>(codes + t * kTileCodes)[j];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    uint64_t lo, hi;
+    shuffle8(w, lo, hi);
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+        tile[p * 256 + j] = (uint8_t)(lo >> (8 * p));
+        tile[(p + 8) * 256 + j] = (uint8_t)(hi >> (8 * p));
+    }
+    const uint32_t exc =
+        __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
+    if (lane == 0) w_exc[warp] = exc;
+    __syncthreads();
+    const uint4 b = tile4[j];
+    const bool nz = any_bits(b);
+    const uint32_t fw = __ballot_sync(kFullMask, nz);
+    if (nz) dense[t * 256 + j] = b;
+    if (lane == 0) {
+        flags[t * kTileFlagWords + warp] = fw;
+        w_nnz[warp] = __popc(fw);
+    }
+    __syncthreads();
+    if (j == 0) {
+        uint4 cnt = make_uint4(0, 0, 0, 0);
+        for (int k = 0; k < 8; ++k) {
+            cnt.x += w_nnz[k];
+            cnt.z += w_exc[k];
+        }
+        counts[t] = cnt;
+    }
+}
+
+// Escaped anchor deltas in lattice (= index) order.
+__global__ void k_anchor_escapes(uint64_t nlat, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
+                                 const int32_t *__restrict__ delta, int32_t *__restrict__ out) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a < nlat && esc[a]) out[off[a]] = delta[a];
+}
+
+// Segment 0 (the parameters) from the host, passed by value.
+struct ParamBlob {
+    uint8_t b[kParamBytes];
+};
+__global__ void k_put_params(ParamBlob p, uint8_t *__restrict__ dst) {
+    if (threadIdx.x < kParamBytes) dst[threadIdx.x] = p.b[threadIdx.x];
+}
+
+// ---- decoder kernels ---------------------------------------------------------------------------------------------
+
+// Expands one tile's stored blocks and un-bitshuffles them into 16-bit codes; the padding codes of the last tile
+// must be zero (decode.cuh's k_decode without the prefix sum).
+__global__ void __launch_bounds__(kTileThreads)
+k_decode_codes(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, uint64_t nnz,
+               const uint32_t *__restrict__ cnt, const uint32_t *__restrict__ off, uint64_t ntiles, uint64_t n,
+               uint16_t *__restrict__ codes, uint32_t *__restrict__ err) {
+    __shared__ uint4 tile4[kTileWords / 4];
+    const uint64_t t = blockIdx.x;
+    const int j = threadIdx.x;
+    if (j == 0 && t == ntiles - 1 && (uint64_t)off[t] + cnt[t] != nnz) set_error(err, kErrCodeBlocks);
+    dec::load_tile(tile4, flags, blocks, nnz, off[t], t, err);
+    __syncthreads();
+    uint32_t c[8];
+    dec::unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+    if (e + 8 <= n) {
+        *reinterpret_cast<uint4 *>(codes + e) =
+            make_uint4(c[0] | (c[1] << 16), c[2] | (c[3] << 16), c[4] | (c[5] << 16), c[6] | (c[7] << 16));
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            if (e + k < n) codes[e + k] = (uint16_t)c[k];
+            else if (c[k]) set_error(err, kErrPadding);
+        }
+    }
+}
+
+// Anchor codes -> lattice deltas (escaped ones 0 for now, flagged).
+__global__ void __launch_bounds__(256)
+k_anchor_read(Lattice g, const uint16_t *__restrict__ codes, uint32_t *__restrict__ qlat, uint32_t *__restrict__ esc) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= g.n) return;
+    int64_t az, ay, ax;
+    const uint16_t c = codes[lattice_point(g, a, az, ay, ax)];
+    const bool escaped = c == kEscapeCode;
+    esc[a] = escaped ? 1u : 0u;
+    qlat[a] = escaped ? 0u : (uint32_t)code_to_delta(c);
+}
+
+__global__ void k_anchor_patch(uint64_t nlat, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
+                               const int32_t *__restrict__ vals, uint64_t nesc, uint32_t *__restrict__ qlat,
+                               uint32_t *__restrict__ err) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= nlat || !esc[a]) return;
+    const uint64_t j = off[a];
+    if (j < nesc) qlat[a] = (uint32_t)vals[j];
+    else set_error(err, kErrEscapes);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_anchor_values(Lattice g, const uint32_t *__restrict__ qlat, const uint32_t *__restrict__ M, double twoa,
+                T *__restrict__ out) {
+    const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= g.n) return;
+    int64_t az, ay, ax;
+    const int64_t i = lattice_point(g, a, az, ay, ax);
+    if (!masked(M, i)) out[i] = dequantize<T>((int32_t)qlat[a], twoa);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+k_pass_decode(PassGeo g, T *out, const uint16_t *__restrict__ codes, const uint32_t *__restrict__ M, double twoe,
+              uint32_t *__restrict__ err) {
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= g.npts) return;
+    int64_t c;
+    const int64_t idx = pass_point(g, tid, c);
+    const uint16_t code = codes[idx];
+    if (code == kEscapeCode) {  // only anchors are escaped (checked for exceptions too, as the CPU does)
+        set_error(err, kErrInterpCode);
+        return;
+    }
+    if (masked(M, idx)) return;
+    out[idx] = dequantize_residual<T>(predict(g, out, idx, c), code_to_delta(code), twoe);
+}
+
+// ---- host helpers ------------------------------------------------------------------------------------------------
+
+const char *const kLevelNames[kInterpLevels] = {"interp s1", "interp s2", "interp s4"};
+
+template <typename T> void launch_pass_encode(const PassGeo &g, const T *x, T *rec, uint16_t *codes, uint32_t *mwords,
+                                             double twoe, double recip, double eb, const zb_params &p, cudaStream_t s) {
+    if (!g.npts) return;
+    k_pass_encode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, x, rec, codes, mwords, twoe, recip, eb, p.has_fill,
+                                                            p.fill_bits);
+    ZB_LAUNCHED("k_pass_encode");
+}
+
+// In-place 3D inclusive prefix sum (mod 2^32) of the lattice integers: along x, then y, then z, with decode.cuh's
+// segmented line scans. sums: lattice_sums_needed() words.
+inline void lattice_lines(const Lattice &g, uint64_t target, dec::Lines out[3]) {
+    const uint64_t L0 = (uint64_t)g.L[0], L1 = (uint64_t)g.L[1], L2 = (uint64_t)g.L[2];
+    out[0] = dec::make_lines(L0 * L1, L2, 1, target);
+    out[1] = dec::make_lines(L0, L1, L2, target);
+    out[2] = dec::make_lines(1, L0, L1 * L2, target);
+}
+inline uint64_t lattice_sums_needed(const dec::Lines ls[3]) {
+    uint64_t m = 0;
+    for (int k = 0; k < 3; ++k)
+        if (ls[k].nseg > 1) m = std::max(m, ls[k].outer * ls[k].inner * ls[k].nseg);
+    return m;
+}
+inline void lattice_prefix(uint32_t *q, const dec::Lines ls[3], uint32_t *sums, cudaStream_t s) {
+    for (int k = 0; k < 3; ++k) {
+        const dec::Lines &a = ls[k];
+        if (a.L <= 1) continue;
+        const uint64_t threads = a.outer * a.nseg * a.inner;
+        const unsigned grid = grid_for(threads, 256);
+        if (a.nseg > 1) {
+            dec::k_segment_sums<false><<<grid, 256, 0, s>>>(q, nullptr, a, sums);
+            ZB_LAUNCHED("k_segment_sums");
+            dec::k_line_scan<<<(unsigned)(a.outer * a.inner), 256, 0, s>>>(sums, a.nseg);
+            ZB_LAUNCHED("k_line_scan");
+        }
+        dec::k_segment_apply<float, false, false><<<grid, 256, 0, s>>>(q, nullptr, a, sums, nullptr, 0.0);
+        ZB_LAUNCHED("k_segment_apply");
+    }
+}
+
+inline double host_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- encoder driver ----------------------------------------------------------------------------------------------
+
+template <typename T>
+size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *d_x_in, const T *h_x,
+                   const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
+    const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
+    const uint64_t n = shape.n;
+    const uint64_t ntiles = code_tiles(n);
+    const size_t raw_bytes = raw_stream_bytes(dtype, n);
+    const Lattice lat = make_lattice(shape);
+    const uint64_t nlat = lat.n;
+
+    size_t scan_bytes = 0;
+    {
+        size_t tb = 0;
+        exclusive_sum4(nullptr, tb, nullptr, nullptr, ntiles, s);
+        scan_bytes = tb;
+        tb = 0;
+        exclusive_sum(nullptr, tb, nullptr, nullptr, nlat, s);
+        scan_bytes = std::max(scan_bytes, tb);
+    }
+    struct {
+        T *x, *rec;
+        uint16_t *codes;
+        uint32_t *mwords;
+        uint4 *dense, *counts, *offs;
+        uint32_t *qlat, *esc, *esc_off;
+        int32_t *delta;
+        unsigned long long *scratch;  // [0..1] range keys, [2..4] totals, [5..7] exception totals
+        uint8_t *payload;
+        uint32_t *crcs;
+        void *temp;
+    } b{};
+    auto carve = [&](Carver &cv) {
+        b.x = d_x_in ? nullptr : cv.take<T>(n);
+        b.rec = cv.take<T>(n);
+        b.codes = cv.take<uint16_t>(ntiles * kTileCodes);
+        b.mwords = cv.take<uint32_t>(ntiles * 64);
+        b.dense = cv.take<uint4>(ntiles * 256);
+        b.counts = cv.take<uint4>(ntiles);
+        b.offs = cv.take<uint4>(ntiles);
+        b.qlat = cv.take<uint32_t>(nlat);
+        b.esc = cv.take<uint32_t>(nlat);
+        b.esc_off = cv.take<uint32_t>(nlat);
+        b.delta = cv.take<int32_t>(nlat);
+        b.scratch = cv.take<unsigned long long>(8);
+        b.payload = cv.take<uint8_t>(raw_bytes);
+        b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
+    carve(cut);
+    const T *x = d_x_in;
+    if (!x) {
+        upload(c, b.x, h_x, n * sizeof(T), s);
+        x = b.x;
+    }
+
+    Header h;
+    h.version = kFormatVersion;
+    h.dtype = dtype;
+    h.shape = shape;
+    h.mode = p.mode;
+    h.bound = p.bound;
+    h.predictor = kPredInterp;
+    h.encoder = kEncFast;
+
+    // ---- 1. value range (always: alpha depends on it), absolute bound, tuning on the host
+    double vmin = 0, vmax = 0;
+    const bool has_range = enc::device_range(c, x, n, p, b.scratch, s, timer, vmin, vmax);
+    h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
+    const double t_tune = host_seconds();
+    std::unique_ptr<T[]> host_copy;
+    const T *hx = h_x;
+    if (!hx) {  // device API: interp_tune reads sample points all over the array
+        host_copy.reset(new T[n]);
+        download(c, host_copy.get(), x, n * sizeof(T), s);
+        hx = host_copy.get();
+    }
+    const InterpParams ip = interp_tune(hx, shape, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
+    host_copy.reset();
+    static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
+    if (print_timing)
+        std::fprintf(stderr, "zbound gpu timing: interp tune on the host %.3f ms%s\n", (host_seconds() - t_tune) * 1e3,
+                     h_x ? "" : " (device array copied to the host)");
+
+    // ---- 2. the predictor: anchors, then the passes of each level
+    ZB_CUDA(cudaMemsetAsync(b.mwords, 0, ntiles * 64 * sizeof(uint32_t), s));
+    if (ntiles * kTileCodes > n)
+        ZB_CUDA(cudaMemsetAsync(b.codes + n, 0, (ntiles * kTileCodes - n) * sizeof(uint16_t), s));
+    timer.begin("anchors");
+    const QuantParams qa = make_quant_params(ip.level_eb[kInterpLevels], p.has_fill, p.fill_bits);
+    k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, b.rec, b.mwords);
+    ZB_LAUNCHED("k_anchor_quant");
+    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, b.codes, b.delta, b.esc);
+    ZB_LAUNCHED("k_anchor_delta");
+    size_t tb = scan_bytes;
+    exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
+    timer.end();
+    for (int l = kInterpLevels - 1; l >= 0; --l) {
+        const int64_t st = (int64_t)1 << l;
+        const double twoe = 2.0 * ip.level_eb[l];
+        const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
+        timer.begin(kLevelNames[l]);
+        for (int i = 0; i < 3; ++i)
+            launch_pass_encode<T>(make_pass_geo(ip, lat.d, st, i), x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p,
+                                  s);
+        timer.end();
+    }
+
+    // ---- 3. code tiles (flags straight into segment 1, whose offset is fixed), counts
+    uint8_t *pay = b.payload;
+    uint32_t *code_flags = reinterpret_cast<uint32_t *>(pay + kParamBytes);
+    timer.begin("tiles");
+    k_code_tiles<<<(unsigned)ntiles, kTileThreads, 0, s>>>(b.codes, b.mwords, b.dense, code_flags, b.counts);
+    ZB_LAUNCHED("k_code_tiles");
+    tb = scan_bytes;
+    exclusive_sum4(b.temp, tb, b.counts, b.offs, ntiles, s);
+    {
+        const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
+        const uint32_t *cnt = reinterpret_cast<const uint32_t *>(b.counts);
+        const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}, {b.esc_off, b.esc, nlat, 1}};
+        scan_totals(t, 3, b.scratch + 2, s);
+    }
+    timer.end();
+    {
+        const unsigned long long *tot = enc::fetch_totals(c, b.scratch + 2, 3, s);
+        h.nonzero_code_blocks = tot[0];
+        h.exceptions = tot[1];
+        h.escapes = tot[2];
+    }
+
+    // ---- 4. exceptions
+    const uint64_t k = h.exceptions;
+    enc::ExceptionStage<T> ex;
+    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
+    h.runs = ex.runs;
+
+    // ---- 5. layout (core's v2_layout), raw-passthrough decision
+    uint64_t lengths[kSegCount] = {kParamBytes,
+                                   ntiles * kTileFlagBytes,
+                                   h.nonzero_code_blocks * kBlockBytes,
+                                   h.escapes * 4,
+                                   sparse_flag_bytes(div_up(n, 8)),
+                                   ex.edge_nnz * kBlockBytes,
+                                   k ? sparse_flag_bytes(div_up(k, 8)) : 0,
+                                   ex.change_nnz * kBlockBytes,
+                                   h.runs * sizeof(T)};
+    v2_layout(h, lengths, kSegCount);
+    const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
+    if (total >= raw_bytes)
+        return enc::write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, n), s, timer);
+    if (out.capacity < total) enc::too_small(total);
+
+    // ---- 6. segments at their final offsets
+    auto seg = [&](int i) { return pay + h.seg[i].offset; };
+    ParamBlob pb;
+    put_u32(pb.b, (uint32_t)kFastRadius);
+    put_u32(pb.b + 4, 0);
+    interp_params_write(ip, pb.b + kV2CommonParamBytes);
+    timer.begin("segments");
+    k_put_params<<<1, 64, 0, s>>>(pb, seg(kSegParams));
+    ZB_LAUNCHED("k_put_params");
+    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
+                reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
+    if (h.escapes) {
+        k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off, b.delta,
+                                                             reinterpret_cast<int32_t *>(seg(kSegEsc)));
+        ZB_LAUNCHED("k_anchor_escapes");
+    }
+    ex.write(seg(kSegExc0), h.seg[kSegExc0].length, seg(kSegExc0 + 1), seg(kSegExc0 + 2), h.seg[kSegExc0 + 2].length,
+             seg(kSegExc0 + 3), seg(kSegExc0 + 4), s);
+    timer.end();
+    return enc::finish_stream(c, h, pay, b.crcs, out, s, timer);
+}
+
+// ---- decoder driver ----------------------------------------------------------------------------------------------
+
+inline std::string error_text(uint32_t e) {
+    std::string s = (e & ~kErrInterpCode) ? dec::error_text(e & ~kErrInterpCode) : "corrupt stream (GPU decoder):";
+    if (e & kErrInterpCode)
+        s += (e & ~kErrInterpCode) ? "; an escape code outside the anchors" : " an escape code outside the anchors";
+    return s;
+}
+
+template <typename T>
+void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+                 bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+    // Raw streams are version 1 (a raw flag in a v2 header has predictor 0 and is refused here, as by the CPU).
+    if ((h.flags & kFlagRaw) || !gpu_runs_v2(h.predictor, h.encoder))
+        fail(ZB_ERR_UNSUPPORTED,
+             "the GPU decodes format-v2 streams of the interp predictor with the fast encoder only");
+    const uint64_t n = h.shape.n;
+    const uint64_t len = h.payload_bytes();
+    const uint64_t ntiles = code_tiles(n);
+    const uint64_t k = h.exceptions;
+
+    // ---- parameters (segment 0) on the host, validated as the CPU does
+    uint8_t pbytes[kParamBytes];
+    if (src_on_device) {
+        ZB_CUDA(cudaMemcpyAsync(c.host_small, src_payload, kParamBytes, cudaMemcpyDeviceToHost, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+        std::memcpy(pbytes, c.host_small, kParamBytes);
+    } else {
+        std::memcpy(pbytes, src_payload, kParamBytes);
+    }
+    if (get_u32(pbytes + 4) != 0) fail(ZB_ERR_CORRUPT, "corrupt stream: reserved parameter bytes are not zero");
+    if (get_u32(pbytes) != (uint32_t)kFastRadius)
+        fail(ZB_ERR_CORRUPT, "corrupt stream: bad code radius for the fast encoder");
+    InterpParams ip;
+    std::string why;
+    if (!interp_params_read(pbytes + kV2CommonParamBytes, ip, why)) fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
+
+    const Lattice lat = make_lattice(h.shape);
+    const uint64_t nlat = lat.n;
+    dec::Lines lines[3];
+    lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
+    dec::ExceptionDecoder ex;
+    ex.init(n, k, h.runs);
+    size_t scan_bytes = ex.scan_bytes(s);
+    for (uint64_t m : {ntiles, nlat}) {
+        size_t tb = 0;
+        exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+        scan_bytes = std::max(scan_bytes, tb);
+    }
+    const bool dst_aligned = (reinterpret_cast<uintptr_t>(dst) % sizeof(T)) == 0;
+    const bool own_out = !dst_on_device || !dst_aligned;
+    struct {
+        uint8_t *payload;
+        uint32_t *err, *crcs, *cnt, *off, *qlat, *esc, *esc_off, *sums;
+        uint16_t *codes;
+        T *out;
+        void *temp;
+    } b{};
+    auto carve = [&](Carver &cv) {
+        b.payload = cv.take<uint8_t>(len + 32);
+        b.err = cv.take<uint32_t>(1);
+        b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
+        b.out = own_out ? cv.take<T>(n) : nullptr;
+        b.codes = cv.take<uint16_t>(ntiles * kTileCodes);
+        b.cnt = cv.take<uint32_t>(ntiles);
+        b.off = cv.take<uint32_t>(ntiles);
+        b.qlat = cv.take<uint32_t>(nlat);
+        b.esc = cv.take<uint32_t>(nlat);
+        b.esc_off = cv.take<uint32_t>(nlat);
+        b.sums = cv.take<uint32_t>(lattice_sums_needed(lines));
+        ex.carve(cv);
+        b.temp = cv.take<uint8_t>(scan_bytes);
+    };
+    Carver measure;
+    carve(measure);
+    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
+    carve(cut);
+    T *out = own_out ? b.out : static_cast<T *>(dst);
+
+    // The payload 8 bytes into an aligned buffer: segment 1 (code flags) starts 56 bytes in, so the code blocks
+    // (segment 2, read as 16-byte words) and the escapes land on 16-byte boundaries.
+    uint8_t *pay = b.payload + 8;
+    if (src_on_device) {
+        if (len) ZB_CUDA(cudaMemcpyAsync(pay, src_payload, len, cudaMemcpyDeviceToDevice, s));
+    } else {
+        upload(c, pay, src_payload, len, s);
+    }
+    ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
+    auto seg = [&](int i) { return pay + h.seg[i].offset; };
+    if (verify_crc) {
+        timer.begin("crc");
+        piece_crcs(c, pay, len, b.crcs, s);
+        timer.end();
+    }
+
+    // ---- codes
+    size_t tb;
+    const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegFlags));
+    timer.begin("tiles");
+    dec::k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
+    ZB_LAUNCHED("k_tile_nnz");
+    tb = scan_bytes;
+    exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
+    k_decode_codes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, reinterpret_cast<const uint4 *>(seg(kSegBlocks)),
+                                                            h.nonzero_code_blocks, b.cnt, b.off, ntiles, n, b.codes,
+                                                            b.err);
+    ZB_LAUNCHED("k_decode_codes");
+    timer.end();
+
+    // ---- exceptions first: the predictor reads their values, and their mask skips them
+    if (k) {
+        timer.begin("exceptions");
+        const uint8_t *xs[5] = {seg(kSegExc0), seg(kSegExc0 + 1), seg(kSegExc0 + 2), seg(kSegExc0 + 3),
+                                seg(kSegExc0 + 4)};
+        ex.run<T>(xs, h.seg[kSegExc0 + 1].length, h.seg[kSegExc0 + 3].length, out, b.err, b.temp, scan_bytes, s);
+        timer.end();
+    }
+    const uint32_t *M = k ? ex.M : nullptr;
+
+    // ---- anchors
+    timer.begin("anchors");
+    k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.codes, b.qlat, b.esc);
+    ZB_LAUNCHED("k_anchor_read");
+    tb = scan_bytes;
+    exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
+    k_anchor_patch<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off,
+                                                        reinterpret_cast<const int32_t *>(seg(kSegEsc)), h.escapes,
+                                                        b.qlat, b.err);
+    ZB_LAUNCHED("k_anchor_patch");
+    dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
+    ZB_LAUNCHED("k_expect_total");
+    lattice_prefix(b.qlat, lines, b.sums, s);
+    k_anchor_values<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, M, 2.0 * ip.level_eb[kInterpLevels], out);
+    ZB_LAUNCHED("k_anchor_values");
+    timer.end();
+
+    // ---- levels, as the encoder ran them
+    for (int l = kInterpLevels - 1; l >= 0; --l) {
+        const int64_t st = (int64_t)1 << l;
+        const double twoe = 2.0 * ip.level_eb[l];
+        timer.begin(kLevelNames[l]);
+        for (int i = 0; i < 3; ++i) {
+            const PassGeo g = make_pass_geo(ip, lat.d, st, i);
+            if (!g.npts) continue;
+            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, out, b.codes, M, twoe, b.err);
+            ZB_LAUNCHED("k_pass_decode");
+        }
+        timer.end();
+    }
+
+    // ---- error word and piece CRCs back to the host; the values only once they are known to be good
+    uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
+    ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
+    std::vector<uint32_t> crcs(verify_crc ? (size_t)piece_count(len) : 0);
+    if (!crcs.empty()) ZB_CUDA(cudaMemcpyAsync(crcs.data(), b.crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    if (verify_crc) {
+        const uint32_t crc = crcs.empty() ? 0u : crc32c(crcs.data(), 4 * crcs.size());
+        if (crc != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
+    }
+    if (*err_host) fail(ZB_ERR_CORRUPT, error_text(*err_host));
+    if (!dst_on_device) {
+        download(c, dst, out, n * sizeof(T), s);
+    } else if (own_out) {
+        ZB_CUDA(cudaMemcpyAsync(dst, out, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+    }
+}
+
+}  // namespace
+}  // namespace interp
+
+template <typename T>
+size_t interp_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
+                     const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
+    return interp::encode_impl<T>(c, p, shape, d_x, h_x, out, s, timer);
+}
+
+template <typename T>
+void interp_decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+                   bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+    interp::decode_impl<T>(c, h, src_payload, src_on_device, dst, dst_on_device, verify_crc, s, timer);
+}
+
+}  // namespace gpu
+}  // namespace zb
