@@ -51,6 +51,23 @@ def load_fields(data_dir, names):
             out["gmt_sst"] = (sst, "SST with 40% NaN (land)")
         if "gmt_sst_nan0" in names:  # as in ANCHORS.md: the peers' bound breaks near NaN
             out["gmt_sst_nan0"] = (np.where(np.isnan(sst), np.float32(0), sst), "SST, NaN replaced by 0")
+    if "gmt_geoid_1m" in names:
+        with h5py.File(os.path.join(data_dir, "gmt_geoid_1m.nc"), "r") as f:
+            out["gmt_geoid_1m"] = (np.ascontiguousarray(f["z"][...]), "geoid, 451x601")
+    for var in ("T", "U", "V", "Z3"):
+        if f"ncep_{var}" in names:
+            import netCDF4
+            with netCDF4.Dataset(os.path.join(data_dir, "ncep_06_climo.nc")) as d:
+                v = d[var]
+                v.set_auto_mask(False)
+                out[f"ncep_{var}"] = (np.ascontiguousarray(np.asarray(v[:], dtype=np.float32)[0]),
+                                      f"NCEP climatology {var}, 17x64x128")
+    for q in ("combq", "postq"):
+        if f"nasa_{q}" in names:
+            raw = open(os.path.join(data_dir, f"nasa_cfd_{q}.bin"), "rb").read()
+            ni, nj, nk = np.frombuffer(raw[:12], ">i4")
+            arr = np.frombuffer(raw[28:], ">f4").reshape(5, nk, nj, ni).astype(np.float32)
+            out[f"nasa_{q}"] = (np.ascontiguousarray(arr), f"PLOT3D {q}, 5 variables x {nk}x{nj}x{ni}")
     if "radar_rainsum_f64" in names:
         with h5py.File(os.path.join(data_dir, "radar_rainsum_f64.h5"), "r") as f:
             out["radar_rainsum_f64"] = (np.ascontiguousarray(f["data"][...]), "radar rain sum, f64")
@@ -71,18 +88,20 @@ def check_error(orig, rec, eb):
     return maxe, bad_num + bad_special
 
 
-def run_zbound_cli(zbound, raw_path, arr, eb, repeat, warmup):
+def run_zbound_cli(zbound, raw_path, arr, eb, repeat, warmup, pipeline="lorenzo/fast"):
     dtype = "f64" if arr.dtype == np.float64 else "f32"
     dims = "x".join(str(s) for s in arr.shape)
-    cmd = [zbound, "bench", raw_path, "-t", dtype, "-d", dims, "--abs", repr(eb), "--predictor", "lorenzo",
-           "--encoder", "fast", "--backend", "cpu", "--threads", "1", "--repeat", str(repeat),
+    predictor, encoder = pipeline.split("/")
+    cmd = [zbound, "bench", raw_path, "-t", dtype, "-d", dims, "--abs", repr(eb), "--predictor", predictor,
+           "--encoder", encoder, "--backend", "cpu", "--threads", "1", "--repeat", str(repeat),
            "--warmup", str(warmup), "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 3):
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
     return {
-        "tool": "zbound", "how": "zbound bench --json (lorenzo/fast, cpu, 1 thread)",
+        "tool": "zbound" if pipeline == "lorenzo/fast" else f"zbound:{pipeline}",
+        "how": f"zbound bench --json ({pipeline}, cpu, 1 thread)",
         "ratio": r["ratio"], "compress_mbps": r["compress_gbps"] * 1e3, "decompress_mbps": r["decompress_gbps"] * 1e3,
         "max_err_over_eb": r["max_err_over_eb"], "violations": r["violations"] + r["special_mismatches"],
         "bytes_out": r["bytes_out"], "psnr": r["psnr"], "raw": r,
@@ -123,8 +142,17 @@ def h5py_worker(spec):
     return {
         "tool": tool, "ratio": nbytes / size, "compress_mbps": nbytes / statistics.median(wt) / 1e6,
         "decompress_mbps": nbytes / statistics.median(rt) / 1e6, "max_err_over_eb": maxe / eb if eb > 0 else 0.0,
-        "violations": bad, "bytes_out": size,
+        "violations": bad, "bytes_out": size, "psnr": psnr(arr, rec),
     }
+
+
+def psnr(orig, rec):
+    """20 log10(value range / RMSE) over the finite values, as `zbound bench` reports it."""
+    fin = np.isfinite(orig)
+    o, r = orig[fin].astype(np.float64), rec[fin].astype(np.float64)
+    mse = float(np.mean((o - r) ** 2)) if o.size else 0.0
+    vrange = float(o.max() - o.min()) if o.size else 0.0
+    return float("inf") if mse == 0 or vrange == 0 else 20 * np.log10(vrange) - 10 * np.log10(mse)
 
 
 def run_h5py(tool, raw_path, arr, eb, args):
@@ -166,6 +194,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "compare_cpu.json"))
+    ap.add_argument("--pipelines", default="lorenzo/fast",
+                    help="zbound pipelines PREDICTOR/ENCODER to measure, e.g. lorenzo/fast,auto/ratio")
+    ap.add_argument("--no-zfp", action="store_true", help="skip ZFP")
     args = ap.parse_args()
     if args.repeat < 5:
         ap.error("--repeat must be at least 5 (medians of >= 5 runs)")
@@ -192,8 +223,9 @@ def main():
                 eb = rel * vrange
                 base = {"field": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "rel": rel, "eb": eb,
                         "bytes_in": arr.nbytes}
-                results = [run_zbound_cli(args.zbound, raw_path, arr, eb, args.repeat, args.warmup)]
-                tools = (["zbound-h5py"] if os.path.isfile(plugin) else []) + ["sz3", "zfp"]
+                results = [run_zbound_cli(args.zbound, raw_path, arr, eb, args.repeat, args.warmup, pl)
+                           for pl in args.pipelines.split(",")]
+                tools = (["zbound-h5py"] if os.path.isfile(plugin) else []) + ["sz3"] + ([] if args.no_zfp else ["zfp"])
                 results += [run_h5py(tool, raw_path, arr, eb, args) for tool in tools]
                 for r in results:
                     rows.append({**base, **r})
@@ -213,6 +245,26 @@ def main():
         print(f"| {r['field']} | {r['rel']:g} | {r['eb']:.6g} | {r['tool']} | {r['ratio']:.2f} | "
               f"{r['compress_mbps']:.1f} | {r['decompress_mbps']:.1f} | {r['max_err_over_eb']:.4f} | "
               f"{r['violations']} |")
+
+    # ---- the ratio pipeline against SZ3 (issue 3): geometric mean of the CR ratio per bound, PSNR difference ----
+    for pl in [p for p in args.pipelines.split(",") if p != "lorenzo/fast"]:
+        tool = f"zbound:{pl}"
+        print(f"\n{tool} vs SZ3 (fields where SZ3 ran and kept every value):")
+        print("| rel eb | fields | geomean CR(zbound)/CR(SZ3) | mean PSNR(zbound) - PSNR(SZ3) dB | zbound loses on |")
+        print("|---|---|---|---|---|")
+        for rel in rels:
+            pairs = []
+            for name in fields:
+                z = next((r for r in rows if r["field"] == name and r["rel"] == rel and r["tool"] == tool), None)
+                q = next((r for r in rows if r["field"] == name and r["rel"] == rel and r["tool"] == "sz3"), None)
+                if z and q and not q.get("error") and not z.get("error") and q["violations"] == 0:
+                    pairs.append((name, z, q))
+            if not pairs:
+                continue
+            gm = float(np.exp(np.mean([np.log(z["ratio"] / q["ratio"]) for _, z, q in pairs])))
+            dpsnr = float(np.mean([z["psnr"] - q["psnr"] for _, z, q in pairs]))
+            loses = ", ".join(f"{n} ({z['ratio'] / q['ratio']:.2f})" for n, z, q in pairs if z["ratio"] < q["ratio"])
+            print(f"| {rel:g} | {len(pairs)} | {gm:.3f} | {dpsnr:+.2f} | {loses or '-'} |")
 
     # ---- acceptance checks of the issue ----
     print("\nzbound (fast pipeline, CLI) vs SZ3, one thread:")
