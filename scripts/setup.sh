@@ -5,6 +5,7 @@
 #   2. Python packages (h5py numpy pytest netCDF4 hdf5plugin) if missing
 #   3. cmake configure + build (Release) into build/; the CUDA backend is built when nvcc is found
 #      (on PATH or at /usr/local/cuda/bin/nvcc), else a CPU-only build.
+#   4. the Python package (pip install .) and its test dependencies in the virtual environment build-venv/
 # Environment: ZBOUND_BUILD_DIR (default build), ZBOUND_BUILD_JOBS (default 2), ZBOUND_CUDA=OFF to skip CUDA.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,6 +18,9 @@ log() { printf '[setup] %s\n' "$*"; }
 apt_pkgs=(cmake make g++ libhdf5-dev hdf5-tools libnetcdf-dev netcdf-bin libgtest-dev)
 command -v python3 >/dev/null 2>&1 || apt_pkgs+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || apt_pkgs+=(python3-pip)
+# The Python package (step 4) lives in a virtual environment; pkg-config finds libnetcdf for examples/nc_filter.c.
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
+command -v pkg-config >/dev/null 2>&1 || apt_pkgs+=(pkg-config)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -75,3 +79,18 @@ log "building $BUILD_DIR with $JOBS jobs"
 start=$(date +%s)
 cmake --build "$BUILD_DIR" -j "$JOBS"
 log "build done in $(( $(date +%s) - start )) s: $BUILD_DIR/bin/zbound, $BUILD_DIR/plugin/libh5z_zbound.so"
+
+# ---- 4. the Python package in a virtual environment ----
+# ZBOUND_VENV (default build-venv) gets the package's test dependencies (python/requirements-test.txt: zarr,
+# numcodecs, dask[distributed], xarray, h5netcdf, matplotlib, hdf5plugin, netCDF4, pytest) and `pip install .`
+# (CMake builds the library, the HDF5 plugin and the CLI into the package, CPU only, compile cache in build-py/).
+# Use it with: source build-venv/bin/activate. ZBOUND_VENV=OFF skips this step.
+VENV=${ZBOUND_VENV:-build-venv}
+if [ "$VENV" != "OFF" ]; then
+  start=$(date +%s)
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -r python/requirements-test.txt
+  CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VENV/bin/python" -m pip install --quiet .
+  log "Python package installed in $VENV in $(( $(date +%s) - start )) s (source $VENV/bin/activate)"
+fi

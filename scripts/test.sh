@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: every C++ test through ctest, then pytest over python_tests/.
+# Runs the whole test suite: every C++ test through ctest, then pytest over python_tests/, then the Python package's
+# tests (python_tests/test_pkg_*.py) in a fresh venv after `pip install .`.
 # Needs a build (bash scripts/setup.sh); brings it up to date first. Exits non-zero if anything failed or if a
 # runner found no tests. Environment: ZBOUND_BUILD_DIR (default build), ZBOUND_BUILD_JOBS (default 2).
 set -uo pipefail
@@ -48,6 +49,30 @@ case $rc in
   5) failed+=("pytest collected no tests") ;;
   *) failed+=("pytest (exit $rc)") ;;
 esac
+
+echo "== Python package: pip install . in a fresh venv, then pytest python_tests/test_pkg_*.py =="
+# The package as a user gets it: a new virtual environment, the test dependencies (python/requirements-test.txt,
+# from pip's cache after setup.sh), `pip install .` (CMake compiles the library, plugin and CLI into it; CPU only;
+# the compile cache build-py/ makes a rebuild incremental), then the package tests with that interpreter.
+PKG_VENV=${ZBOUND_PKG_TEST_VENV:-build-venv-test}
+pkg_start=$(date +%s)
+rm -rf "$PKG_VENV"
+if python3 -m venv "$PKG_VENV" &&
+   "$PKG_VENV/bin/python" -m pip install --quiet --upgrade pip &&
+   "$PKG_VENV/bin/python" -m pip install --quiet -r python/requirements-test.txt &&
+   CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$PKG_VENV/bin/python" -m pip install --quiet . ; then
+  echo "[test.sh] venv + pip install . took $(( $(date +%s) - pkg_start )) s"
+  "$PKG_VENV/bin/python" -m pytest -ra python_tests/test_pkg_*.py
+  rc=$?
+  echo "[test.sh] package tests took $(( $(date +%s) - pkg_start )) s in all"
+  case $rc in
+    0) ;;
+    5) failed+=("package pytest collected no tests") ;;
+    *) failed+=("package pytest (exit $rc)") ;;
+  esac
+else
+  failed+=("python package install (venv $PKG_VENV)")
+fi
 
 if ((${#failed[@]})); then
   echo "test.sh: FAILED: ${failed[*]}" >&2

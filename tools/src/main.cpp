@@ -1,8 +1,13 @@
 // zbound: command-line front end of the zbound library (compress, decompress, info, cdvalues, bench).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 #include "cli_args.h"
 #include "commands.h"
 #include "zbound.h"
@@ -30,11 +35,41 @@ void print_usage(FILE *out) {
                  "commands:\n",
                  ZBOUND_VERSION_MAJOR, ZBOUND_VERSION_MINOR, ZBOUND_VERSION_PATCH, ZBOUND_FORMAT_VERSION);
     for (const auto &c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+    std::fprintf(out, "  %-12s %s\n  %-12s %s\n", "h5", "whole HDF5/netCDF-4 files: h5 repack, h5 verify (Python package)",
+                 "report", "rate-distortion and error-map PNGs (Python package)");
     std::fprintf(out,
                  "\nraw files are little-endian arrays; -d gives dims slowest first (numpy/HDF5 order), "
                  "e.g. -d 110x64x128.\n"
                  "environment: ZBOUND_BACKEND=auto|cpu|gpu, ZBOUND_DEVICE=N, ZBOUND_THREADS=N, ZBOUND_LOG=1\n"
                  "exit codes: 0 ok, 1 failure (I/O, codec), 2 bad usage, 3 bound violated (bench)\n");
+}
+
+// `zbound h5 ...` and `zbound report ...` live in the Python package (python/zbound): run them there, with
+// the interpreter ZBOUND_PYTHON (default python3 on PATH). A clear message when Python or the package is missing.
+int forward_to_python(int argc, char **argv) {
+    const char *env = std::getenv("ZBOUND_PYTHON");
+    std::string python = (env && *env) ? env : "python3";
+    static const char kBoot[] =
+        "import sys\n"
+        "try:\n"
+        "    from zbound.__main__ import main\n"
+        "except ImportError as e:\n"
+        "    sys.stderr.write('zbound %s: error: this command is in the zbound Python package, which %s cannot "
+        "import (%s); install it with: pip install . (from the zbound repository)\\n' % (sys.argv[1], "
+        "sys.executable, e))\n"
+        "    sys.exit(1)\n"
+        "sys.exit(main(sys.argv[1:]))\n";
+    std::vector<char *> args = {const_cast<char *>(python.c_str()), const_cast<char *>("-c"),
+                                const_cast<char *>(kBoot)};
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    std::fflush(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr,
+                 "zbound %s: error: cannot run %s (%s): this command needs Python 3 with the zbound package "
+                 "(pip install . from the zbound repository); ZBOUND_PYTHON names the interpreter\n",
+                 argv[1], python.c_str(), std::strerror(errno));
+    return zbtool::kExitFailure;
 }
 
 }  // namespace
@@ -54,6 +89,7 @@ int main(int argc, char **argv) {
                     ZBOUND_VERSION_PATCH, ZBOUND_FORMAT_VERSION, zb_gpu_available() ? "available" : "not available");
         return zbtool::kExitOk;
     }
+    if (name == "h5" || name == "report") return forward_to_python(argc, argv);
     for (const auto &c : kCommands) {
         if (name != c.name) continue;
         try {
