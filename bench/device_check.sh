@@ -13,7 +13,7 @@ RUN=.devrun
 if [ "${1:-}" = pack ]; then
     BUILD=${BUILD:-build-gpu}
     rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/plugin" "$RUN/data"
-    cp "$BUILD"/tests/{gpu_tests,core_tests,filter_plugin_tests,filter_static_tests} "$RUN/bin/"
+    cp "$BUILD"/tests/{gpu_tests,core_tests,ratio_tests,filter_plugin_tests,filter_static_tests} "$RUN/bin/"
     cp "$BUILD/bin/zbound" "$RUN/bin/"
     cp "$BUILD"/plugin/*.so "$RUN/plugin/"
     cp ../shared/data/* "$RUN/data/"
@@ -38,6 +38,8 @@ python3 tests/gpu_make_fields.py "$RUN/data" "$OUT/fields" > "$OUT/fields.log" 2
 summary gpu_tests "$OUT/gpu_tests.log"
 "$RUN/bin/core_tests" > "$OUT/core_tests.log" 2>&1
 summary core_tests "$OUT/core_tests.log"
+"$RUN/bin/ratio_tests" > "$OUT/ratio_tests.log" 2>&1
+summary ratio_tests "$OUT/ratio_tests.log"
 # The filter through the GPU: every chunk, however small, goes to the GPU (an error there fails the test).
 export ZBOUND_BACKEND=gpu ZBOUND_GPU_MIN_BYTES=0
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/filter_plugin_tests" > "$OUT/filter_plugin.log" 2>&1
@@ -57,12 +59,16 @@ for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57
         --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_$1.err" ||
         echo "bench $1 failed: $(tail -2 "$OUT/bench_$1.err")"
 done
+# The interp predictor on the GPU (format v2, fast encoder), one field.
+"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+    --predictor interp --encoder fast --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
+    --label TREFHT_interp --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_interp.err" || echo "bench interp failed"
 python3 - "$OUT/bench.jsonl" <<'EOF'
 import json, sys
 print(f"{'field':28s} {'CR':>6s} {'max/eb':>7s} {'comp kern':>9s} {'decomp kern':>11s} {'comp e2e':>8s} {'decomp e2e':>10s}  (GB/s)")
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(f"{r.get('field', '?'):28s} {r['ratio']:6.2f} {r['max_abs_error'] / r['abs_bound']:7.4f} "
+    print(f"{r.get('field', '?') + ('' if r.get('predictor') == 'lorenzo' else ' (' + str(r.get('predictor')) + ')'):28s} {r['ratio']:6.2f} {r['max_abs_error'] / r['abs_bound']:7.4f} "
           f"{r['compress_kernel_gbps']:9.1f} {r['decompress_kernel_gbps']:11.1f} {r['compress_gbps']:8.1f} "
           f"{r['decompress_gbps']:10.1f}")
 EOF
