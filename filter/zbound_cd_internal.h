@@ -53,4 +53,10 @@ std::string describe(const zb_params &p);
 // Sets zb_last_error() of the calling thread (through core, see zbound_cd_values.cpp).
 void set_last_error(const std::string &msg);
 
+// Names of the modes, predictors and encoders as the CLI and the messages spell them ("?" for unknown values;
+// ints so that values read from cd_values or streams need no enum cast).
+const char *mode_name(int m);
+const char *predictor_name(int p);
+const char *encoder_name(int e);
+
 }  // namespace zbound_cd

@@ -21,33 +21,6 @@ double bits_double(uint64_t u) {
     return v;
 }
 
-const char *mode_name(zb_mode m) {
-    switch (m) {
-        case ZB_MODE_ABS: return "abs";
-        case ZB_MODE_REL: return "rel";
-        case ZB_MODE_PW_REL: return "pw_rel";
-    }
-    return "?";
-}
-
-const char *predictor_name(zb_predictor p) {
-    switch (p) {
-        case ZB_PRED_AUTO: return "auto";
-        case ZB_PRED_LORENZO: return "lorenzo";
-        case ZB_PRED_INTERP: return "interp";
-    }
-    return "?";
-}
-
-const char *encoder_name(zb_encoder e) {
-    switch (e) {
-        case ZB_ENC_AUTO: return "auto";
-        case ZB_ENC_FAST: return "fast";
-        case ZB_ENC_RATIO: return "ratio";
-    }
-    return "?";
-}
-
 template <typename E> unsigned enum_value(const E &e) {
     static_assert(sizeof(E) <= sizeof(unsigned), "enum wider than unsigned");
     unsigned v = 0;
@@ -78,6 +51,34 @@ bool check_bound(double b, std::string &why) {
 }
 
 }  // namespace
+
+const char *mode_name(int m) {
+    switch (m) {
+        case ZB_MODE_ABS: return "abs";
+        case ZB_MODE_REL: return "rel";
+        case ZB_MODE_PW_REL: return "pw_rel";
+    }
+    return "?";
+}
+
+const char *predictor_name(int p) {
+    switch (p) {
+        case ZB_PRED_AUTO: return "auto";
+        case ZB_PRED_LORENZO: return "lorenzo";
+        case ZB_PRED_INTERP: return "interp";
+    }
+    return "?";
+}
+
+const char *encoder_name(int e) {
+    switch (e) {
+        case ZB_ENC_AUTO: return "auto";
+        case ZB_ENC_FAST: return "fast";
+        case ZB_ENC_RATIO: return "ratio";
+    }
+    return "?";
+}
+
 
 void set_last_error(const std::string &msg) { zb_set_last_error(msg.c_str()); }
 

@@ -111,33 +111,6 @@ int effective_threads(int requested) {
     return omp_get_max_threads();
 }
 
-const char *mode_name(zb_mode m) {
-    switch (m) {
-        case ZB_MODE_ABS: return "abs";
-        case ZB_MODE_REL: return "rel";
-        case ZB_MODE_PW_REL: return "pw_rel";
-    }
-    return "?";
-}
-
-const char *predictor_name(int p) {
-    switch (p) {
-        case ZB_PRED_AUTO: return "auto";
-        case ZB_PRED_LORENZO: return "lorenzo";
-        case ZB_PRED_INTERP: return "interp";
-    }
-    return "?";
-}
-
-const char *encoder_name(int e) {
-    switch (e) {
-        case ZB_ENC_AUTO: return "auto";
-        case ZB_ENC_FAST: return "fast";
-        case ZB_ENC_RATIO: return "ratio";
-    }
-    return "?";
-}
-
 const char *backend_name(zb_backend b) {
     switch (b) {
         case ZB_BACKEND_AUTO: return "auto";

@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "raw_io.h"
 #include "zbound.h"
+#include "zbound_cd_internal.h"
 
 namespace zbtool {
 
@@ -41,9 +42,11 @@ void export_threads(int threads);
 // What the library will use for threads = 0: ZBOUND_THREADS if set, else the OpenMP default.
 int effective_threads(int requested);
 
-const char *mode_name(zb_mode m);
-const char *predictor_name(int p);  // "raw" for 0 in a stream header context is handled by the caller
-const char *encoder_name(int e);
+// The names come from the filter's cd_values code (one spelling everywhere); "raw" for 0 in a stream header context
+// is handled by the caller.
+using zbound_cd::mode_name;
+using zbound_cd::predictor_name;
+using zbound_cd::encoder_name;
 const char *backend_name(zb_backend b);
 
 // Throws CliError (exit 1) with the library's message when s != ZB_OK.
