@@ -11,6 +11,7 @@ public:
     T *get(size_t n) {
         if (n > cap_) {
             data_.reset();
+            cap_ = 0;  // if the allocation below throws, no later call may use the freed capacity
             data_.reset(new T[n]);
             cap_ = n;
         }
