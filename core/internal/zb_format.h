@@ -91,6 +91,13 @@ zb_status read_header(const uint8_t *src, size_t len, Header &h, std::string &ms
 // (header + payload) would be >= this size. It is also the largest stream any encoder writes.
 size_t raw_stream_bytes(zb_dtype dtype, uint64_t n);
 
+// The raw-passthrough rule for an encoder whose header h has its final segment layout: if the encoded stream
+// would not be smaller than the raw one, writes the raw stream (sets *out_len and raw_written); otherwise only
+// checks that the encoded stream fits. Returns ZB_ERR_BUFFER_TOO_SMALL with msg when what must be written
+// does not fit in cap.
+zb_status raw_or_fits(const Header &h, const void *values, uint8_t *dst, size_t cap, size_t *out_len,
+                      bool &raw_written, int threads, std::string &msg);
+
 // Writes a complete raw-passthrough stream into dst (raw_stream_bytes() bytes). `base` supplies dtype, shape,
 // mode, bound and eb; the rest is set here. Returns the number of bytes written.
 size_t write_raw_stream(Header base, const void *values, uint8_t *dst, int threads);

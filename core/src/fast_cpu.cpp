@@ -176,20 +176,10 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     h.nonzero_code_blocks = tile_offset[ntiles];
     fast_layout(h, ex.edge_nonzero_blocks(), ex.change_nonzero_blocks());
 
+    bool raw_written = false;
+    if (zb_status st = raw_or_fits(h, x, dst, cap, out_len, raw_written, nt, msg)) return st;
+    if (raw_written) return ZB_OK;
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
-    const size_t raw_total = raw_stream_bytes(h.dtype, n);
-    if (total >= raw_total) {
-        if (cap < raw_total) {
-            msg = "output buffer too small: " + std::to_string(raw_total) + " bytes needed";
-            return ZB_ERR_BUFFER_TOO_SMALL;
-        }
-        *out_len = write_raw_stream(h, x, dst, nt);
-        return ZB_OK;
-    }
-    if (cap < total) {
-        msg = "output buffer too small: " + std::to_string(total) + " bytes needed";
-        return ZB_ERR_BUFFER_TOO_SMALL;
-    }
 
     uint8_t *payload = dst + h.header_bytes();
     auto seg = [&](int i) { return payload + h.seg[i].offset; };

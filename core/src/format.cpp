@@ -199,6 +199,21 @@ size_t raw_stream_bytes(zb_dtype dtype, uint64_t n) {
     return kHeaderFixedBytes + 16 + 8 + (size_t)n * (dtype == ZB_F64 ? 8 : 4);
 }
 
+zb_status raw_or_fits(const Header &h, const void *values, uint8_t *dst, size_t cap, size_t *out_len,
+                      bool &raw_written, int threads, std::string &msg) {
+    const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
+    const size_t raw_total = raw_stream_bytes(h.dtype, h.shape.n);
+    raw_written = total >= raw_total;
+    const size_t need = raw_written ? raw_total : total;
+    if (cap < need) {
+        raw_written = false;
+        msg = "output buffer too small: " + std::to_string(need) + " bytes needed";
+        return ZB_ERR_BUFFER_TOO_SMALL;
+    }
+    if (raw_written) *out_len = write_raw_stream(h, values, dst, threads);
+    return ZB_OK;
+}
+
 size_t write_raw_stream(Header h, const void *values, uint8_t *dst, int threads) {
     h.version = kFormatVersionV1;  // the raw layout is the same in every version
     h.predictor = 0;

@@ -164,20 +164,10 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     for (size_t i = 0; i < segs.size(); ++i) lengths[i] = segs[i].second;
     v2_layout(h, lengths, (int)segs.size());
 
+    bool raw_written = false;
+    if (zb_status st = raw_or_fits(h, x, dst, cap, out_len, raw_written, nt, msg)) return st;
+    if (raw_written) return ZB_OK;
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
-    const size_t raw_total = raw_stream_bytes(h.dtype, n);
-    if (total >= raw_total) {
-        if (cap < raw_total) {
-            msg = "output buffer too small: " + std::to_string(raw_total) + " bytes needed";
-            return ZB_ERR_BUFFER_TOO_SMALL;
-        }
-        *out_len = write_raw_stream(h, x, dst, nt);
-        return ZB_OK;
-    }
-    if (cap < total) {
-        msg = "output buffer too small: " + std::to_string(total) + " bytes needed";
-        return ZB_ERR_BUFFER_TOO_SMALL;
-    }
     uint8_t *payload = dst + h.header_bytes();
     for (size_t i = 0; i < segs.size(); ++i)
         if (segs[i].second) std::memcpy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second);
