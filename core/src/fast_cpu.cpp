@@ -2,6 +2,7 @@
 // with escapes and exceptions kept losslessly (docs/FORMAT.md). This is the reference the CUDA backend must match
 // byte for byte; loops are simple, row-wise and OpenMP-parallel, and the output never depends on the thread count.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 #include "zb_cpu.h"
@@ -100,16 +101,24 @@ void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, ui
     const std::vector<uint32_t> zero(Rank >= 2 ? s.nx() : 0, 0);
     const Partition part{ntiles, nt};
     std::vector<std::vector<int32_t>> esc_per_part(nt);
+    // The escape lists grow inside the parallel region. An exception must not leave an OpenMP region (that is
+    // std::terminate), so a failed growth is caught in its thread and rethrown after the region as bad_alloc.
+    std::atomic<bool> out_of_memory{false};
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int r = 0; r < nt; ++r) {
-        uint16_t codes[kTileCodes];
-        for (uint64_t t = part.begin(r); t < part.begin(r + 1); ++t) {
-            tile_codes<Rank>(q, s, zero.data(), t, codes, esc_per_part[r]);
-            uint8_t *tile = shuffled + t * kTileBytes;
-            bitshuffle_tile(codes, tile);
-            tile_nnz[t] = tile_flags(tile, code_flags + t * kTileFlagBytes);
+        try {
+            uint16_t codes[kTileCodes];
+            for (uint64_t t = part.begin(r); t < part.begin(r + 1) && !out_of_memory.load(); ++t) {
+                tile_codes<Rank>(q, s, zero.data(), t, codes, esc_per_part[r]);
+                uint8_t *tile = shuffled + t * kTileBytes;
+                bitshuffle_tile(codes, tile);
+                tile_nnz[t] = tile_flags(tile, code_flags + t * kTileFlagBytes);
+            }
+        } catch (const std::bad_alloc &) {
+            out_of_memory = true;
         }
     }
+    if (out_of_memory) throw std::bad_alloc();
     for (auto &e : esc_per_part) escapes.insert(escapes.end(), e.begin(), e.end());
 }
 

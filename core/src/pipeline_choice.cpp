@@ -1,6 +1,7 @@
 // predictor=auto / encoder=auto: compress a sample of the array with each candidate and keep the smallest.
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <vector>
 #include "zb_cpu.h"
 
@@ -68,6 +69,9 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
                 is_v1_pipeline(pc, ec)
                     ? cpu_compress(sp, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg)
                     : cpu_compress_v2(sp, pc, ec, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg);
+            // Out of memory must fail the call: skipping the candidate would make the bytes depend on the
+            // memory state (invariant 4). Other failures of a sample only rule the candidate out.
+            if (st == ZB_ERR_NOMEM) throw std::bad_alloc();
             if (st == ZB_OK && len < best) {  // strictly smaller: ties keep the earlier, faster candidate
                 best = len;
                 pred = pc;
