@@ -1,5 +1,6 @@
 // The CUDA backend's per-process context: device choice (ZBOUND_DEVICE), stream, arenas, pinned staging, events.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,39 @@ void check(cudaError_t e, const char *what) {
     fail(ZB_ERR_GPU, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+// ---- test knobs (gpu_internal.h) -----------------------------------------------------------------------------------
+
+namespace {
+
+// A non-negative integer from the environment, or `fallback` when unset or not a number.
+long long env_integer(const char *name, long long fallback) {
+    const char *e = std::getenv(name);
+    if (!e || !*e) return fallback;
+    char *end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    return (*end || v < 0) ? fallback : v;
+}
+
+std::atomic<size_t> g_arena_bytes{0};   // device bytes held by all arenas (for ZBOUND_GPU_MEM_LIMIT)
+
+}  // namespace
+
+size_t gpu_mem_limit() {
+    static const size_t v = (size_t)env_integer("ZBOUND_GPU_MEM_LIMIT", 0);
+    return v;
+}
+
+void launched(cudaError_t e, const char *what) {
+    check(e, what);
+    static const long long after = env_integer("ZBOUND_GPU_FAULT_AFTER", -1);
+    if (after < 0) return;
+    static std::atomic<long long> launches{0};
+    const long long k = launches.fetch_add(1, std::memory_order_relaxed);
+    if (k % (after + 1) == after)
+        fail(ZB_ERR_GPU, std::string("injected GPU fault (ZBOUND_GPU_FAULT_AFTER=") + std::to_string(after) +
+                             ") after the " + what + " (launch " + std::to_string(k + 1) + " of the process)");
+}
+
 // ---- arena -------------------------------------------------------------------------------------------------------
 
 Arena::~Arena() {
@@ -28,11 +62,21 @@ Arena::~Arena() {
 uint8_t *Arena::reserve(size_t bytes) {
     if (bytes <= cap_ && ptr_) return ptr_;
     // Grow with some headroom so that a sequence of slightly larger chunks does not reallocate every time.
-    const size_t want = std::max(bytes + bytes / 8, (size_t)1 << 20);
+    size_t want = std::max(bytes + bytes / 8, (size_t)1 << 20);
+    if (const size_t limit = gpu_mem_limit()) {
+        // The other arenas keep what they hold; this one may grow to what is left under the limit.
+        const size_t others = g_arena_bytes.load() - cap_;
+        if (others > limit || bytes > limit - others)
+            fail(ZB_ERR_GPU, "cannot allocate " + std::to_string(bytes) + " bytes of device memory: the pool would "
+                             "exceed ZBOUND_GPU_MEM_LIMIT=" + std::to_string(limit) + " (" + std::to_string(others) +
+                             " bytes held by other buffers)");
+        want = std::min(want, limit - others);
+    }
     if (ptr_) {
         // The old contents are not needed, but work queued on the stream may still use them.
         ZB_CUDA(cudaDeviceSynchronize());
         ZB_CUDA(cudaFree(ptr_));
+        g_arena_bytes -= cap_;
         ptr_ = nullptr;
         cap_ = 0;
     }
@@ -45,6 +89,7 @@ uint8_t *Arena::reserve(size_t bytes) {
     }
     ptr_ = static_cast<uint8_t *>(p);
     cap_ = want;
+    g_arena_bytes += cap_;
     return ptr_;
 }
 

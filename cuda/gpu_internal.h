@@ -29,7 +29,20 @@ void check(cudaError_t e, const char *what);
 
 #define ZB_CUDA(call) ::zb::gpu::check((call), #call)
 // After a kernel launch: catches bad launch configurations (and earlier asynchronous errors).
-#define ZB_LAUNCHED(name) ::zb::gpu::check(cudaGetLastError(), "launch of " name)
+#define ZB_LAUNCHED(name) ::zb::gpu::launched(cudaGetLastError(), "launch of " name)
+
+// check(e, what), plus the fault-injection knob for tests: with ZBOUND_GPU_FAULT_AFTER=N in the environment (read
+// once per process), every (N+1)-th kernel launch of the process (counted over all calls and threads) is reported
+// as a device failure (ZB_ERR_GPU, "injected GPU fault ...") after the kernel was queued, i.e. in the middle of a
+// chunk. The failing call then behaves as after a real device error: AUTO falls back to the CPU. Unset or
+// negative: off (the default; costs one branch per launch).
+void launched(cudaError_t e, const char *what);
+
+// Resource-fault knob for tests: ZBOUND_GPU_MEM_LIMIT=BYTES (read once per process; unset or 0: no limit) caps the
+// total size of the grow-only device arenas (the buffer pool of the context). A call that needs more fails with
+// ZB_ERR_GPU ("... exceeds ZBOUND_GPU_MEM_LIMIT ..."), as when cudaMalloc runs out of device memory, and AUTO falls
+// back to the CPU. The pinned host staging buffers and the CRC tables (a few KiB) are not counted.
+size_t gpu_mem_limit();
 
 // ---- device memory -----------------------------------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ python3 -m pip --version >/dev/null 2>&1 || apt_pkgs+=(python3-pip)
 # The Python package (step 4) lives in a virtual environment; pkg-config finds libnetcdf for examples/nc_filter.c.
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || apt_pkgs+=(pkg-config)
+# Reliability (issue 6): clang + libFuzzer/sanitizer runtimes + LLVM OpenMP for fuzz/, OpenMPI and the MPI flavour of
+# HDF5 for examples/mpi_write_read.c (installed beside the serial HDF5, which the rest of the build keeps using).
+apt_pkgs+=(clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,6 +36,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   log "apt packages present"
+fi
+# libhdf5-openmpi-dev makes pkg-config's hdf5.pc point at the MPI flavour: keep the serial one the default, so that
+# pkg-config users (netCDF, examples) and everything else link the serial HDF5 as before.
+if [ -e /usr/lib/x86_64-linux-gnu/pkgconfig/hdf5-serial.pc ] && command -v update-alternatives >/dev/null 2>&1 &&
+   [ "$(id -u)" -eq 0 ]; then
+  update-alternatives --set hdf5.pc /usr/lib/x86_64-linux-gnu/pkgconfig/hdf5-serial.pc >/dev/null 2>&1 || true
 fi
 
 # ---- 2. Python packages ----

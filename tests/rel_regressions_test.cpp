@@ -1,25 +1,17 @@
-// Reproducers of bugs in core/ found by the reliability work (fuzzing, allocation-failure sweep), kept small. An open
-// bug's test is skipped (visibly, REL_KNOWN_BUG) so that CI stays green for unrelated work (run it with
-// ZBOUND_REL_KNOWN_BUGS=1); a fixed bug's test runs always, as a regression test. The open ones that need the
-// allocation hook live in rel_alloc_test.cpp.
+// Regression tests of bugs in core/ found by the reliability work (fuzzing, sanitizers), kept small. The ones that
+// need the allocation hook live in rel_alloc_test.cpp.
 #include <gtest/gtest.h>
-#include <cstdlib>
+#include <cstring>
 #include <vector>
 #include "rel_util.h"
 
 namespace {
 
-#define REL_KNOWN_BUG(what)                                                                                 \
-    do {                                                                                                    \
-        if (!std::getenv("ZBOUND_REL_KNOWN_BUGS"))                                                          \
-            GTEST_SKIP() << "known core bug (" what "); set ZBOUND_REL_KNOWN_BUGS=1 to run the reproducer"; \
-    } while (0)
-
 // Found by fuzz/fuzz_filter.cpp (fixed in core, commit 5b66e2a). Invariant 2 (DESIGN.md): -0.0 comes back bit for
 // bit. The interp predictor (format v2) accepted a negative non-zero reconstruction r of x = -0.0 as "regular"
 // when |r| <= eb: its sign test compared signs only, which suffices for v1 (r = q * 2eb is +0 for q = 0) but not
 // for r = prediction + q * 2e.
-TEST(KnownBugs, InterpKeepsNegativeZeroBitExact) {
+TEST(Regressions, InterpKeepsNegativeZeroBitExact) {
     std::vector<float> v(4096, -0.0004f);
     v[13] = -0.0f;   // neighbours reconstruct near -0.0005: prediction -0.0005, q = 0, r = -0.0005
     relt::Case c;

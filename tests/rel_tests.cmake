@@ -62,11 +62,11 @@ foreach(n 0 3 10 40)
   set_tests_properties(rel_gpu_fault_after_${n} PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endforeach()
 
-# ---- reproducers of open core bugs (skipped unless ZBOUND_REL_KNOWN_BUGS=1) ----
-add_executable(rel_known_bug_tests rel_known_bugs_test.cpp)
-target_link_libraries(rel_known_bug_tests PRIVATE zbound_static GTest::gtest_main)
-target_include_directories(rel_known_bug_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-gtest_discover_tests(rel_known_bug_tests DISCOVERY_TIMEOUT 60 PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+# ---- regression tests of core bugs found by the reliability work ----
+add_executable(rel_regression_tests rel_regressions_test.cpp)
+target_link_libraries(rel_regression_tests PRIVATE zbound_static GTest::gtest_main)
+target_include_directories(rel_regression_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+gtest_discover_tests(rel_regression_tests DISCOVERY_TIMEOUT 60 PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 
 # ---- soak (ZBOUND_SOAK_SECONDS, default 10; scripts/test.sh runs it for 120 s) ----
 add_executable(rel_soak_tests rel_soak_test.cpp)
