@@ -1,4 +1,4 @@
-// The format-v2 interp pipeline on the GPU (docs/FORMAT.md section 8, "Interp predictor"): the same bytes as
+// The interp pipeline on the GPU (docs/FORMAT.md section 8, "Interp predictor"; writes format v3, reads v2 and v3): the same bytes as
 // core/src/pipeline_v2.cpp + interp_cpu.cpp, templated on the value type; interp_f32.cu / interp_f64.cu instantiate
 // it. The float arithmetic is the host+device code of zb_interp.h / zb_quant.h (explicit _rn double operations), so
 // every reconstructed value, and with it every code, equals the CPU's.
@@ -50,12 +50,14 @@ struct Lattice {
     int64_t d[3];   // the 3D view's dims
     int64_t L[3];   // lattice dims
     uint64_t n;     // lattice points
+    int pass_order; // codes in pass order (format v3): the anchors' codes are codes[0 .. n); else at their index
     FastDiv div2, div1;
 };
 
-inline Lattice make_lattice(const Shape &s) {
+inline Lattice make_lattice(const Shape &s, InterpCodeOrder order) {
     Lattice g;
     view3(s, g.d);
+    g.pass_order = order == InterpCodeOrder::kPass;
     for (int k = 0; k < 3; ++k) g.L[k] = (g.d[k] - 1) / kAnchor + 1;
     g.n = (uint64_t)(g.L[0] * g.L[1] * g.L[2]);
     g.div2 = FastDiv((uint64_t)g.L[2]);
@@ -78,13 +80,15 @@ __device__ __forceinline__ int64_t lattice_point(const Lattice &g, uint64_t a, i
 struct PassGeo {
     int64_t d[3], start[3], step[3], count[3];
     int64_t s, sd;   // stride of the level; linear distance between neighbours along dim
+    int64_t base;    // codes in pass order (format v3): point tid's code is codes[base + tid]; -1: at its index
     uint64_t npts;
     int dim, natural;
     FastDiv div2, div1;
 };
 
-inline PassGeo make_pass_geo(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
+inline PassGeo make_pass_geo(const InterpParams &ip, const int64_t d[3], int64_t s, int i, int64_t base) {
     PassGeo g;
+    g.base = base;
     g.dim = ip.order[i];
     for (int j = 0; j < 3; ++j) {
         const int dj = ip.order[j];
@@ -115,6 +119,22 @@ __device__ __forceinline__ int64_t pass_point(const PassGeo &g, uint64_t tid, in
     const int64_t x = g.start[2] + ix * g.step[2];
     c = g.dim == 0 ? z : (g.dim == 1 ? y : x);
     return (z * g.d[1] + y) * g.d[2] + x;
+}
+
+__device__ __forceinline__ uint64_t code_pos(const PassGeo &g, uint64_t tid, int64_t idx) {
+    return g.base >= 0 ? (uint64_t)g.base + tid : (uint64_t)idx;
+}
+
+// Walks the passes in the order the encoder runs them (levels stride 4, 2, 1; per level dims order[0..2]) and
+// gives each (level l, pass i) its code base: nlat + the points of the passes before it in pass order, -1 in index order.
+template <typename F> void for_each_pass(const InterpParams &ip, const Lattice &lat, F f) {
+    int64_t base = (int64_t)lat.n;
+    for (int l = kInterpLevels - 1; l >= 0; --l)
+        for (int i = 0; i < 3; ++i) {
+            const PassGeo g = make_pass_geo(ip, lat.d, (int64_t)1 << l, i, lat.pass_order ? base : -1);
+            f(l, i, g);
+            base += (int64_t)g.npts;
+        }
 }
 
 // zb::interp_predict along the pass dim from the reconstructed values (interp_cpu.cpp's predict_at).
@@ -160,7 +180,7 @@ k_anchor_delta(Lattice g, const uint32_t *__restrict__ qlat, uint16_t *__restric
     };
     const int32_t d = lorenzo_delta<3>(az, ay, ax, qat);
     const bool escaped = !(d > -kFastRadius && d < kFastRadius);
-    codes[i] = escaped ? kEscapeCode : delta_to_code(d);
+    codes[g.pass_order ? a : (uint64_t)i] = escaped ? kEscapeCode : delta_to_code(d);
     delta[a] = d;
     esc[a] = escaped ? 1u : 0u;
 }
@@ -177,7 +197,7 @@ k_pass_encode(PassGeo g, const T *__restrict__ x, T *rec, uint16_t *__restrict__
     int32_t q;
     T r;
     const bool regular = quantize_residual<T>(x[idx], p, twoe, recip, eb, kFastRadius, has_fill, fill_bits, q, r);
-    codes[idx] = delta_to_code(q);  // |q| < 2^15; 0 for an exception
+    codes[code_pos(g, tid, idx)] = delta_to_code(q);  // |q| < 2^15; 0 for an exception
     rec[idx] = r;
     if (!regular) atomicOr(&mwords[(uint64_t)idx >> 5], 1u << (idx & 31));
 }
@@ -301,7 +321,8 @@ k_anchor_read(Lattice g, const uint16_t *__restrict__ codes, uint32_t *__restric
     const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= g.n) return;
     int64_t az, ay, ax;
-    const uint16_t c = codes[lattice_point(g, a, az, ay, ax)];
+    const int64_t i = lattice_point(g, a, az, ay, ax);
+    const uint16_t c = codes[g.pass_order ? a : (uint64_t)i];
     const bool escaped = c == kEscapeCode;
     esc[a] = escaped ? 1u : 0u;
     qlat[a] = escaped ? 0u : (uint32_t)code_to_delta(c);
@@ -336,7 +357,7 @@ k_pass_decode(PassGeo g, T *out, const uint16_t *__restrict__ codes, const uint3
     if (tid >= g.npts) return;
     int64_t c;
     const int64_t idx = pass_point(g, tid, c);
-    const uint16_t code = codes[idx];
+    const uint16_t code = codes[code_pos(g, tid, idx)];
     if (code == kEscapeCode) {  // only anchors are escaped (checked for exceptions too, as the CPU does)
         set_error(err, kErrInterpCode);
         return;
@@ -401,7 +422,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const uint64_t n = shape.n;
     const uint64_t ntiles = code_tiles(n);
     const size_t raw_bytes = raw_stream_bytes(dtype, n);
-    const Lattice lat = make_lattice(shape);
+    const Lattice lat = make_lattice(shape, InterpCodeOrder::kPass);
     const uint64_t nlat = lat.n;
 
     size_t scan_bytes = 0;
@@ -453,7 +474,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     }
 
     Header h;
-    h.version = kFormatVersion;
+    h.version = kFormatVersionV3;   // interp codes in pass order
     h.dtype = dtype;
     h.shape = shape;
     h.mode = p.mode;
@@ -493,16 +514,13 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     size_t tb = scan_bytes;
     exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
     timer.end();
-    for (int l = kInterpLevels - 1; l >= 0; --l) {
-        const int64_t st = (int64_t)1 << l;
+    for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
         const double twoe = 2.0 * ip.level_eb[l];
         const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
-        timer.begin(kLevelNames[l]);
-        for (int i = 0; i < 3; ++i)
-            launch_pass_encode<T>(make_pass_geo(ip, lat.d, st, i), x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p,
-                                  s);
-        timer.end();
-    }
+        if (i == 0) timer.begin(kLevelNames[l]);
+        launch_pass_encode<T>(g, x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p, s);
+        if (i == 2) timer.end();
+    });
 
     // ---- 3. code tiles (flags straight into segment 1, whose offset is fixed), counts
     uint8_t *pay = b.payload;
@@ -607,7 +625,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     std::string why;
     if (!interp_params_read(pbytes + kV2CommonParamBytes, ip, why)) fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
 
-    const Lattice lat = make_lattice(h.shape);
+    const Lattice lat = make_lattice(h.shape, interp_code_order(h.version));
     const uint64_t nlat = lat.n;
     dec::Lines lines[3];
     lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
@@ -707,18 +725,14 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     timer.end();
 
     // ---- levels, as the encoder ran them
-    for (int l = kInterpLevels - 1; l >= 0; --l) {
-        const int64_t st = (int64_t)1 << l;
-        const double twoe = 2.0 * ip.level_eb[l];
-        timer.begin(kLevelNames[l]);
-        for (int i = 0; i < 3; ++i) {
-            const PassGeo g = make_pass_geo(ip, lat.d, st, i);
-            if (!g.npts) continue;
-            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, out, b.codes, M, twoe, b.err);
+    for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
+        if (i == 0) timer.begin(kLevelNames[l]);
+        if (g.npts) {
+            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, out, b.codes, M, 2.0 * ip.level_eb[l], b.err);
             ZB_LAUNCHED("k_pass_decode");
         }
-        timer.end();
-    }
+        if (i == 2) timer.end();
+    });
 
     // ---- error word and piece CRCs back to the host; the values only once they are known to be good
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);

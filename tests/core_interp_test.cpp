@@ -128,14 +128,14 @@ TEST(Interp, LosslessAndConstant) {
     EXPECT_EQ(cout, c);
 }
 
-TEST(Interp, StreamIsV2WithInterpParameters) {
+TEST(Interp, StreamIsV3WithInterpParameters) {
     Dims dims{64, 64};
     const auto data = zbt::smooth_field<float>(dims, 0.01, 10);
     const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_ABS, 1e-2));
     ASSERT_EQ(s.status, ZB_OK);
     zb_stream_info info;
     ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
-    EXPECT_EQ(info.format_version, 2);
+    EXPECT_EQ(info.format_version, 3);   // interp codes in pass order (docs/FORMAT.md section 10)
     EXPECT_EQ(info.predictor, ZB_PRED_INTERP);
     EXPECT_EQ(info.encoder, ZB_ENC_FAST);
     EXPECT_EQ(info.raw, 0);
@@ -164,7 +164,7 @@ TEST(Interp, RatioEncoderStreamsRecordRadius512) {
         ASSERT_EQ(s.status, ZB_OK);
         zb_stream_info info;
         ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
-        EXPECT_EQ(info.format_version, 2);
+        EXPECT_EQ(info.format_version, pred == ZB_PRED_INTERP ? 3 : 2);
         EXPECT_EQ(info.predictor, pred);
         EXPECT_EQ(info.encoder, ZB_ENC_RATIO);
         const uint8_t *params = s.bytes.data() + zb::kHeaderFixedBytes + 16 * zb::get_u16(s.bytes.data() + 14) + 8;

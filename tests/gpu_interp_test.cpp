@@ -87,7 +87,7 @@ void parity(const std::vector<T> &data, const std::vector<size_t> &dims, const z
     if (!expect_interp) return;
     EXPECT_EQ(info.raw, 0) << "stored raw, the interp path was not exercised";
     if (!info.raw) {
-        EXPECT_EQ(info.format_version, 2);
+        EXPECT_EQ(info.format_version, 3);
         EXPECT_EQ(info.predictor, ZB_PRED_INTERP);
     }
 }
@@ -442,7 +442,7 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     std::string msg;
     ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
     ASSERT_FALSE(h.flags & zb::kFlagRaw) << "the test field must not be stored raw";
-    ASSERT_EQ(h.version, 2);
+    ASSERT_EQ(h.version, 3);
     ASSERT_GT(h.escapes, 0u);
     ASSERT_GT(h.exceptions, 0u);
     const size_t hb = h.header_bytes(), n = data.size();

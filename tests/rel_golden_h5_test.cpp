@@ -1,6 +1,7 @@
 // Archived HDF5 files per format version (tests/golden/v<N>/h5/), written through the plugin from real fields of
 // ../shared/data (subsets with partial edge chunks, f32/f64, NaN, a fill value, a big-endian dataset, a 4D
-// dataset): v1 (Lorenzo + fast), v2 (interp + fast, Lorenzo + ratio). Every later version must
+// dataset): v1 (Lorenzo + fast), v2 (interp + fast, Lorenzo + ratio), v3 (interp + fast, interp + ratio: codes in
+// pass order). Every later version must
 //   - read every dataset to the identical array (CRC-32C of the values read, in MANIFEST),
 //   - within the bound of the original field, chunk by chunk (each chunk's bound read from its own stream, whose
 //     format version must be the archived one), NaN and the fill value bit for bit,
@@ -36,7 +37,9 @@ struct Archive {
 };
 const Archive kArchives[] = {{1, ZB_PRED_LORENZO, ZB_ENC_FAST, "v1_lorenzo_fast"},
                              {2, ZB_PRED_INTERP, ZB_ENC_FAST, "v2_interp_fast"},
-                             {2, ZB_PRED_LORENZO, ZB_ENC_RATIO, "v2_lorenzo_ratio"}};
+                             {2, ZB_PRED_LORENZO, ZB_ENC_RATIO, "v2_lorenzo_ratio"},
+                             {3, ZB_PRED_INTERP, ZB_ENC_FAST, "v3_interp_fast"},
+                             {3, ZB_PRED_INTERP, ZB_ENC_RATIO, "v3_interp_ratio"}};
 
 struct GCase {
     const char *name;        // dataset name in the golden file

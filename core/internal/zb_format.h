@@ -10,14 +10,23 @@
 namespace zb {
 
 constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
-constexpr uint16_t kFormatVersion = 2;     // newest version this library reads and writes
+constexpr uint16_t kFormatVersion = 3;     // newest version this library reads and writes
 constexpr uint16_t kFormatVersionV1 = 1;   // Lorenzo + fast encoder streams are still written as v1 (byte-stable)
+constexpr uint16_t kFormatVersionV2 = 2;   // Lorenzo + ratio; interp streams with codes in index order (read only)
+// Version 3 = the version 2 layout with the interp predictor's codes in pass order (docs/FORMAT.md section 10).
+constexpr uint16_t kFormatVersionV3 = 3;
 constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
 constexpr int kMaxSegments = 16;  // v2 with the ratio encoder uses up to 1 + 4 + 1 + 5
 
 // Predictors and encoders as stored in the header.
 enum StoredPredictor : uint8_t { kPredRaw = 0, kPredLorenzo = 1, kPredInterp = 2 };
 enum StoredEncoder : uint8_t { kEncRaw = 0, kEncFast = 1, kEncRatio = 2 };
+
+// The version a writer uses for a pipeline of the v2 layout: interp codes in pass order need version 3; Lorenzo +
+// ratio stays version 2 (writers use the lowest version that can express a stream).
+inline uint16_t v2_layout_version(uint8_t predictor) {
+    return predictor == kPredInterp ? kFormatVersionV3 : kFormatVersionV2;
+}
 
 // Format v2 (docs/FORMAT.md section 8): segment 0 holds the pipeline parameters, then the encoder's segments, the
 // escapes and the five exception segments.

@@ -14,6 +14,14 @@ constexpr int kInterpLevels = 3;        // strides 4, 2, 1
 constexpr int kInterpAnchorLog2 = 3;    // anchors on the lattice of multiples of 8 in every dim
 constexpr int kInterpParamBytes = 48;   // serialized size (after the v2 common parameters)
 
+// Where the code of each point goes in the code array. kIndex (format version 2): at the point's array index.
+// kPass (version 3): the anchors in lattice order, then each pass's points in the order the passes run, so that
+// the codes of one level (which share a bound and a distribution) are contiguous for the encoder.
+enum class InterpCodeOrder : uint8_t { kIndex, kPass };
+inline InterpCodeOrder interp_code_order(uint16_t format_version) {
+    return format_version >= 3 ? InterpCodeOrder::kPass : InterpCodeOrder::kIndex;
+}
+
 // What the encoder tuned and the decoder needs; stored in the stream, never recomputed by the decoder.
 struct InterpParams {
     uint8_t order[3] = {0, 1, 2};    // the 3D view's dims (0 = z, 1 = y, 2 = x) in processing order

@@ -11,17 +11,18 @@ namespace zb {
 // Marks a code whose value is in the escape list (anchors only: their integer Lorenzo deltas must be exact).
 constexpr int32_t kEscapedCode = INT32_MIN;
 
-// Predicts every value: codes[i] in (-radius, radius) (0 for exceptions, kEscapedCode for escaped anchor deltas,
+// Predicts every value: codes[i] in (-radius, radius) (i in `order`) (0 for exceptions, kEscapedCode for escaped anchor deltas,
 // whose values go to `escapes` in index order), exc[i] = 1 for exceptions. `recon` is scratch of n values.
 template <typename T>
-void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, double eb, int32_t radius, int has_fill,
-                       uint64_t fill_bits, int32_t *codes, uint8_t *exc, T *recon, std::vector<int32_t> &escapes,
-                       int nt);
+void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, InterpCodeOrder order, double eb,
+                       int32_t radius, int has_fill, uint64_t fill_bits, int32_t *codes, uint8_t *exc, T *recon,
+                       std::vector<int32_t> &escapes, int nt);
 
 // Inverse: `out` holds the exception values and mask[i] = 1 marks them (decode_exceptions did both); the other
 // values are reconstructed from the codes. Validates escapes and code ranges.
 template <typename T>
-zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, int32_t radius, const int32_t *codes,
+zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOrder order, int32_t radius,
+                            const int32_t *codes,
                             const int32_t *escapes, uint64_t nescapes, const uint8_t *mask, T *out, int nt,
                             std::string &msg);
 

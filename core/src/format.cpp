@@ -9,6 +9,8 @@
 
 namespace zb {
 
+static_assert(kFormatVersion == ZBOUND_FORMAT_VERSION, "zbound.h announces another format version");
+
 void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks) {
     const uint64_t n = h.shape.n;
     h.nsegments = kFastSegmentCount;
@@ -171,6 +173,9 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
         // v2: [parameters][encoder segments][escapes][5 exception segments].
         if ((h.predictor != kPredLorenzo && h.predictor != kPredInterp) || v2_encoder_segments(h.encoder) == 0)
             return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
+        // Version 3 differs from 2 only in the interp code order: a Lorenzo stream is always version 2.
+        if (h.version == kFormatVersionV3 && h.predictor != kPredInterp)
+            return fail(msg, ZB_ERR_CORRUPT, "a version 3 stream must use the interp predictor");
         const int enc = v2_encoder_segments(h.encoder);
         if (nseg != 1 + enc + 1 + 5) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for a v2 stream");
         if (!counts_plausible(h)) return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");

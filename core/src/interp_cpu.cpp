@@ -46,7 +46,8 @@ Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
     return p;
 }
 
-// Calls f(z, y, x, index) for every point of the pass, rows in parallel.
+// Calls f(z, y, x, index, k) for every point of the pass (k: its number within the pass, x fastest), rows in
+// parallel.
 template <typename F> void for_each_point(const Pass &p, const int64_t d[3], int nt, F f) {
     const int64_t rows = p.count[0] * p.count[1];
 #pragma omp parallel for num_threads(nt) schedule(static) if (rows * p.count[2] > 65536)
@@ -55,10 +56,20 @@ template <typename F> void for_each_point(const Pass &p, const int64_t d[3], int
         const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
         for (int64_t ix = 0; ix < p.count[2]; ++ix) {
             const int64_t x = p.start[2] + ix * p.step[2];
-            f(z, y, x, lin(d, z, y, x));
+            f(z, y, x, lin(d, z, y, x), r * p.count[2] + ix);
         }
     }
 }
+
+int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
+
+// Position in the code array of a point (docs/FORMAT.md sections 8 and 10).
+struct CodePos {
+    InterpCodeOrder order;
+    int64_t base = 0;   // kPass: first position of the current pass
+    int64_t anchor(int64_t a, int64_t idx) const { return order == InterpCodeOrder::kPass ? a : idx; }
+    int64_t point(int64_t idx, int64_t k) const { return order == InterpCodeOrder::kPass ? base + k : idx; }
+};
 
 // Prediction of the point (z, y, x) along pass dim `dim` at stride s from the reconstructed values `rec`.
 template <typename T>
@@ -174,15 +185,16 @@ bool interp_params_read(const uint8_t *src, InterpParams &p, std::string &why) {
 }
 
 template <typename T>
-void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, double eb, int32_t radius, int has_fill,
-                       uint64_t fill_bits, int32_t *codes, uint8_t *exc, T *recon, std::vector<int32_t> &escapes,
-                       int nt) {
+void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, InterpCodeOrder order, double eb,
+                       int32_t radius, int has_fill, uint64_t fill_bits, int32_t *codes, uint8_t *exc, T *recon,
+                       std::vector<int32_t> &escapes, int nt) {
     int64_t d[3];
     view3(s, d);
     // Anchors: dual-quant integers at the anchor bound, Lorenzo on the lattice (0 outside), escapes beyond radius.
     const Lattice L(d);
     const int64_t A = 1 << kInterpAnchorLog2;
     const QuantParams qa = make_quant_params(ip.level_eb[kInterpLevels], has_fill, fill_bits);
+    CodePos pos{order};
     std::vector<uint32_t> qlat((size_t)L.size());
 #pragma omp parallel for num_threads(nt) schedule(static) if (L.size() > 65536)
     for (int64_t a = 0; a < L.size(); ++a) {
@@ -200,14 +212,16 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, doubl
         };
         const int32_t delta = lorenzo_delta<3>(az, ay, ax, qat);
         const int64_t i = lin(d, az * A, ay * A, ax * A);
+        int32_t &code = codes[pos.anchor(a, i)];
         if (delta > -radius && delta < radius) {
-            codes[i] = delta;
+            code = delta;
         } else {
-            codes[i] = kEscapedCode;
+            code = kEscapedCode;
             escapes.push_back(delta);
         }
     }
     // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order.
+    pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
@@ -215,34 +229,36 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, doubl
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx) {
+            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx, int64_t k) {
                 const double pred = predict_at(recon, d, p.dim, natural, st, z, y, xx);
                 int32_t q;
                 T r;
                 const bool regular = quantize_residual<T>(x[idx], pred, twoe, recip, eb, radius, has_fill, fill_bits,
                                                           q, r);
-                codes[idx] = q;
+                codes[pos.point(idx, k)] = q;
                 exc[idx] = regular ? 0 : 1;
                 recon[idx] = r;
             });
+            pos.base += pass_points(p);
         }
     }
 }
 
 template <typename T>
-zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, int32_t radius, const int32_t *codes,
-                            const int32_t *escapes, uint64_t nescapes, const uint8_t *mask, T *out, int nt,
-                            std::string &msg) {
+zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOrder order, int32_t radius,
+                            const int32_t *codes, const int32_t *escapes, uint64_t nescapes, const uint8_t *mask,
+                            T *out, int nt, std::string &msg) {
     int64_t d[3];
     view3(s, d);
     const Lattice L(d);
     const int64_t A = 1 << kInterpAnchorLog2;
     // Anchors: deltas (escapes in order) -> 3D prefix sums on the lattice -> values.
+    CodePos pos{order};
     std::vector<uint32_t> qlat((size_t)L.size());
     uint64_t e = 0;
     for (int64_t a = 0; a < L.size(); ++a) {
         const int64_t i = lin(d, (a / (L.n[1] * L.n[2])) * A, ((a / L.n[2]) % L.n[1]) * A, (a % L.n[2]) * A);
-        int32_t delta = codes[i];
+        int32_t delta = codes[pos.anchor(a, i)];
         if (delta == kEscapedCode) {
             if (e >= nescapes) {
                 msg = "corrupt stream: more escaped anchors than escapes";
@@ -277,7 +293,7 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, int32_t radi
         const int32_t q = codes[i];
         if (q > -radius && q < radius) continue;
         const int64_t x = i % d[2], y = (i / d[2]) % d[1], z = i / (d[1] * d[2]);
-        const bool anchor = ((x | y | z) & (A - 1)) == 0;
+        const bool anchor = order == InterpCodeOrder::kPass ? i < L.size() : ((x | y | z) & (A - 1)) == 0;
         bad += !(anchor && q == kEscapedCode);
     }
     if (bad) {
@@ -285,17 +301,19 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, int32_t radi
         return ZB_ERR_CORRUPT;
     }
     // Levels, as the encoder ran them.
+    pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx) {
+            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx, int64_t k) {
                 if (mask[idx]) return;
                 const double pred = predict_at(out, d, p.dim, natural, st, z, y, xx);
-                out[idx] = dequantize_residual<T>(pred, codes[idx], twoe);
+                out[idx] = dequantize_residual<T>(pred, codes[pos.point(idx, k)], twoe);
             });
+            pos.base += pass_points(p);
         }
     }
     return ZB_OK;
@@ -303,10 +321,12 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, int32_t radi
 
 #define ZB_INTERP_INSTANTIATE(T)                                                                                     \
     template InterpParams interp_tune<T>(const T *, const Shape &, double, double, int, uint64_t);                 \
-    template void interp_encode_cpu<T>(const T *, const Shape &, const InterpParams &, double, int32_t, int,         \
-                                       uint64_t, int32_t *, uint8_t *, T *, std::vector<int32_t> &, int);           \
-    template zb_status interp_decode_cpu<T>(const Shape &, const InterpParams &, int32_t, const int32_t *,           \
-                                            const int32_t *, uint64_t, const uint8_t *, T *, int, std::string &);
+    template void interp_encode_cpu<T>(const T *, const Shape &, const InterpParams &, InterpCodeOrder, double,      \
+                                       int32_t, int, uint64_t, int32_t *, uint8_t *, T *, std::vector<int32_t> &,   \
+                                       int);                                                                       \
+    template zb_status interp_decode_cpu<T>(const Shape &, const InterpParams &, InterpCodeOrder, int32_t,          \
+                                            const int32_t *, const int32_t *, uint64_t, const uint8_t *, T *, int,  \
+                                            std::string &);
 ZB_INTERP_INSTANTIATE(float)
 ZB_INTERP_INSTANTIATE(double)
 

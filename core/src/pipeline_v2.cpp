@@ -101,7 +101,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     struct TrimOnExit { ~TrimOnExit() { t_v2.trim(); } } trim_on_exit;
     const uint64_t n = s.n;
     Header h;
-    h.version = kFormatVersion;
+    h.version = v2_layout_version(predictor);
     h.dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
     h.shape = s;
     h.mode = p.mode;
@@ -122,7 +122,8 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     if (predictor == kPredInterp) {
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
         const InterpParams ip = interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
-        interp_encode_cpu(x, s, ip, h.eb, radius, p.has_fill, p.fill_bits, codes, exc, recon, escapes, nt);
+        interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
+                          recon, escapes, nt);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
@@ -221,7 +222,8 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     std::vector<int32_t> escapes((size_t)h.escapes);
     if (h.escapes) std::memcpy(escapes.data(), span(ex0 - 1).data, (size_t)h.escapes * 4);
     if (h.predictor == kPredInterp)
-        return interp_decode_cpu(h.shape, ip, radius, codes, escapes.data(), h.escapes, mask, out, nt, msg);
+        return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), radius, codes, escapes.data(), h.escapes,
+                                 mask, out, nt, msg);
     return lorenzo_decode_v2(h.shape, h.eb, codes, escapes.data(), h.escapes, mask, out, nt, msg);
 }
 
