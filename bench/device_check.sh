@@ -14,9 +14,13 @@ if [ "${1:-}" = pack ]; then
     BUILD=${BUILD:-build-gpu}
     rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/plugin" "$RUN/data"
     cp "$BUILD"/tests/{gpu_tests,core_tests,ratio_tests,filter_plugin_tests,filter_static_tests} "$RUN/bin/"
+    cp "$BUILD"/tests/rel_{gpu_fault,thread,golden_h5}_tests "$RUN/bin/" 2>/dev/null || echo "rel tests not built"
+    [ -x "$BUILD/examples/mpi_write_read" ] && cp "$BUILD/examples/mpi_write_read" "$RUN/bin/"
     cp "$BUILD/bin/zbound" "$RUN/bin/"
     cp "$BUILD"/plugin/*.so "$RUN/plugin/"
-    cp ../shared/data/* "$RUN/data/"
+    # The carry limit is 64 MiB: the GPM volume (no test on the device reads it) stays here, binaries are stripped.
+    find ../shared/data -maxdepth 1 -type f ! -name 'gpm_*' -exec cp {} "$RUN/data/" \;
+    strip "$RUN"/bin/* 2>/dev/null
     mkdir -p .git/info && { grep -qx "/$RUN/" .git/info/exclude 2>/dev/null || echo "/$RUN/" >> .git/info/exclude; }
     du -sh "$RUN"
     exit 0

@@ -224,6 +224,30 @@ def test_bench_json_on_real_field(tmp_path, fields):
         assert r["nrmse"] == pytest.approx(np.sqrt(mse) / rng, rel=1e-6)
 
 
+def test_bench_reports_the_ratio_metadata_overhead(tmp_path, fields):
+    # f = decode metadata / payload of the ratio encoder (issue 3). The metadata is one u64 offset per partition of
+    # 32 sub-blocks of 4096 symbols plus one u16 length per other sub-block (docs/FORMAT.md section 9); the payload
+    # is whatever the stream's remaining encoder segments hold, so it is checked against the stream size.
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    p = zb("bench", raw, *raw_opts(arr), "--rel", "1e-3", "--repeat", 1, "--warmup", 0, "--json",
+           "--predictor", "lorenzo", "--encoder", "ratio")
+    r = json.loads(p.stdout)
+    blocks = -(-arr.size // 4096)
+    parts = -(-blocks // 32)
+    assert r["encoder"] == "ratio"
+    assert r["ratio_metadata_bytes"] == 8 * parts + 2 * (blocks - parts)
+    assert 0 < r["ratio_payload_bytes"] < r["bytes_out"]
+    assert r["overhead_f"] == pytest.approx(r["ratio_metadata_bytes"] / r["ratio_payload_bytes"])
+    assert 0 < r["overhead_f"] < 0.01
+    table = zb("bench", raw, *raw_opts(arr), "--rel", "1e-3", "--repeat", 1, "--warmup", 0,
+               "--predictor", "lorenzo", "--encoder", "ratio").stdout
+    assert "f %" in table and f"{100 * r['overhead_f']:.3f}" in table
+    fast = json.loads(zb("bench", raw, *raw_opts(arr), "--rel", "1e-3", "--repeat", 1, "--warmup", 0, "--json",
+                         "--encoder", "fast").stdout)
+    assert fast["overhead_f"] == 0 and fast["ratio_metadata_bytes"] == 0 and fast["ratio_payload_bytes"] == 0
+
+
 def test_bench_table_counts_specials(tmp_path, fields):
     arr = fields("gmt_sst_nan")
     p = zb("bench", write_raw(tmp_path, "sst", arr), *raw_opts(arr), "--rel", "1e-2,1e-4", "--repeat", 2)

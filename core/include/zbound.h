@@ -101,6 +101,10 @@ typedef struct zb_stream_info {
     zb_encoder encoder;      /**< 0 for raw passthrough */
     int raw;                 /**< 1 if stored raw (compression did not pay) */
     uint64_t escapes, exceptions, exception_runs, nonzero_code_blocks;
+    /** Ratio encoder only (0 otherwise): its decode metadata (sub-block offsets and lengths) and its payload (the
+     *  Huffman bitstream after the zero-block pass, flags included). The metadata overhead factor f of the stream is
+     *  ratio_metadata_bytes / ratio_payload_bytes. */
+    uint64_t ratio_metadata_bytes, ratio_payload_bytes;
 } zb_stream_info;
 
 /** Defaults: REL 1e-3, auto predictor/encoder/backend, no fill value, default threads. */

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include "zb_cpu.h"
+#include "zb_ratio.h"
 #include "zb_format.h"
 #include "zb_gpu_ops.h"
 #include "zbound.h"
@@ -234,6 +235,10 @@ zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *in
         info->exceptions = h.exceptions;
         info->exception_runs = h.runs;
         info->nonzero_code_blocks = h.nonzero_code_blocks;
+        if (!info->raw && h.encoder == zb::kEncRatio) {   // v2 layout: segment 0 parameters, then the encoder's
+            info->ratio_metadata_bytes = h.seg[1 + zb::kRatioSegMetadata].length;
+            info->ratio_payload_bytes = h.seg[1 + zb::kRatioSegFlags].length + h.seg[1 + zb::kRatioSegBlocks].length;
+        }
         return ZB_OK;
     });
 }

@@ -100,6 +100,8 @@ class StreamInfo(ctypes.Structure):
         ("exceptions", ctypes.c_uint64),
         ("exception_runs", ctypes.c_uint64),
         ("nonzero_code_blocks", ctypes.c_uint64),
+        ("ratio_metadata_bytes", ctypes.c_uint64),
+        ("ratio_payload_bytes", ctypes.c_uint64),
     ]
 
 

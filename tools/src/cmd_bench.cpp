@@ -109,6 +109,11 @@ BenchResult run_one(const RawArray &a, const zb_params &p, zb_backend dbackend, 
     return r;
 }
 
+// The ratio encoder's decode-metadata overhead f = metadata bytes / payload bytes (0 for other encoders).
+double overhead_f(const zb_stream_info &i) {
+    return i.ratio_payload_bytes ? (double)i.ratio_metadata_bytes / (double)i.ratio_payload_bytes : 0.0;
+}
+
 double err_over_eb(const BenchResult &r) {
     if (r.info.abs_bound > 0) return r.err.max_abs_error / r.info.abs_bound;
     return r.err.max_abs_error == 0 ? 0.0 : INFINITY;
@@ -133,6 +138,8 @@ void print_json(const std::string &label, const RawArray &a, const BenchResult &
         .add("special_mismatches", (uint64_t)r.err.special_mismatches).add("bound_ok", r.err.ok())
         .add("deterministic", r.deterministic).add("escapes", (uint64_t)r.info.escapes)
         .add("exceptions", (uint64_t)r.info.exceptions)
+        .add("ratio_metadata_bytes", (uint64_t)r.info.ratio_metadata_bytes)
+        .add("ratio_payload_bytes", (uint64_t)r.info.ratio_payload_bytes).add("overhead_f", overhead_f(r.info))
         .add("compress_seconds", cw).add("decompress_seconds", dw)
         .add("compress_gbps", gbps(in, cw)).add("decompress_gbps", gbps(in, dw))
         .add("compress_kernel_gbps", gbps(in, ck)).add("decompress_kernel_gbps", gbps(in, dk));
@@ -144,9 +151,9 @@ void print_table_header(const std::string &label, const RawArray &a, const zb_pa
     std::printf("%s: %s %s (%zu bytes), threads %d, median of %d runs after %d warm-up\n", label.c_str(),
                 dtype_name(a.dtype), dims_to_string(a.dims).c_str(), a.bytes.size(), effective_threads(p.threads),
                 repeat, warmup);
-    std::printf("%-10s %-12s %-14s %-8s %8s %8s %8s %10s %9s %10s %8s %9s %9s %9s %9s\n", "bound", "abs_eb", "pipeline",
-                "backend", "CR", "bits/val", "PSNR", "NRMSE", "maxerr/eb", "violations", "specials", "comp MB/s",
-                "dec MB/s", "kcomp MB/s", "kdec MB/s");
+    std::printf("%-10s %-12s %-14s %-8s %8s %8s %8s %10s %9s %10s %8s %9s %9s %9s %9s %7s\n", "bound", "abs_eb",
+                "pipeline", "backend", "CR", "bits/val", "PSNR", "NRMSE", "maxerr/eb", "violations", "specials",
+                "comp MB/s", "dec MB/s", "kcomp MB/s", "kdec MB/s", "f %");
 }
 
 void print_table_row(const RawArray &a, const BenchResult &r) {
@@ -156,13 +163,15 @@ void print_table_row(const RawArray &a, const BenchResult &r) {
     std::snprintf(b, sizeof b, "%g", r.params.bound);
     bound += b;
     std::string pipe = r.info.raw ? "raw" : std::string(predictor_name(r.info.predictor)) + "/" + encoder_name(r.info.encoder);
-    std::printf("%-10s %-12.6g %-14s %-8s %8.3f %8.3f %8.2f %10.3e %9.4f %10llu %8llu %9.1f %9.1f %9.1f %9.1f\n",
+    char f[16] = "-";   // the ratio encoder's metadata overhead, in percent of its payload
+    if (r.info.ratio_payload_bytes) std::snprintf(f, sizeof f, "%.3f", 100.0 * overhead_f(r.info));
+    std::printf("%-10s %-12.6g %-14s %-8s %8.3f %8.3f %8.2f %10.3e %9.4f %10llu %8llu %9.1f %9.1f %9.1f %9.1f %7s\n",
                 bound.c_str(), r.info.abs_bound, pipe.c_str(), backend_name(r.comp.backend),
                 (double)in / (double)r.bytes_out, 8.0 * (double)r.bytes_out / (double)a.count(), r.err.psnr(),
                 r.err.nrmse(), err_over_eb(r), (unsigned long long)(r.err.violations + r.err.special_mismatches),
                 (unsigned long long)r.err.specials, gbps(in, median(r.comp.wall)) * 1e3,
                 gbps(in, median(r.decomp.wall)) * 1e3, gbps(in, median(r.comp.kernel)) * 1e3,
-                gbps(in, median(r.decomp.kernel)) * 1e3);
+                gbps(in, median(r.decomp.kernel)) * 1e3, f);
     std::fflush(stdout);
 }
 

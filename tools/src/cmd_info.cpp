@@ -37,7 +37,9 @@ int cmd_info(const Args &argv) {
                 .add("predictor", i.raw ? "none" : pred).add("encoder", i.raw ? "none" : enc).add("raw", i.raw != 0)
                 .add("escapes", (uint64_t)i.escapes).add("exceptions", (uint64_t)i.exceptions)
                 .add("exception_runs", (uint64_t)i.exception_runs)
-                .add("nonzero_code_blocks", (uint64_t)i.nonzero_code_blocks).add("file_bytes", (uint64_t)bytes.size());
+                .add("nonzero_code_blocks", (uint64_t)i.nonzero_code_blocks)
+                .add("ratio_metadata_bytes", (uint64_t)i.ratio_metadata_bytes)
+                .add("ratio_payload_bytes", (uint64_t)i.ratio_payload_bytes).add("file_bytes", (uint64_t)bytes.size());
             std::printf("%s\n", j.str().c_str());
         } else {
             std::printf("%s:\n", path.c_str());
@@ -57,6 +59,10 @@ int cmd_info(const Args &argv) {
             std::printf("  exceptions           %llu in %llu runs\n", (unsigned long long)i.exceptions,
                         (unsigned long long)i.exception_runs);
             std::printf("  non-zero code blocks %llu\n", (unsigned long long)i.nonzero_code_blocks);
+            if (i.ratio_payload_bytes)
+                std::printf("  ratio metadata       %llu bytes for %llu payload bytes (f = %.3f%%)\n",
+                            (unsigned long long)i.ratio_metadata_bytes, (unsigned long long)i.ratio_payload_bytes,
+                            100.0 * (double)i.ratio_metadata_bytes / (double)i.ratio_payload_bytes);
         }
         if (bytes.size() != i.stream_bytes)
             std::fprintf(stderr, "zbound info: warning: '%s' has %zu bytes but its stream has %zu\n", path.c_str(),
