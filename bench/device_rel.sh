@@ -90,15 +90,15 @@ HDF5_USE_FILE_LOCKING=FALSE HDF5_PLUGIN_PATH="$root/$RUN/plugin" ZBOUND_BACKEND=
 summary "archived HDF5 files v1/v2/v3 on the GPU" "$OUT/golden_gpu.log"
 echo "  CPU fallbacks logged: $(grep -c 'using the CPU' "$OUT/golden_gpu.log")"
 
-timeout 100 compute-sanitizer --tool racecheck "$B/gpu_tests" --gtest_filter='GpuInterp.EdgeCases:GpuInterp.AutoPredictor' \
+timeout 100 compute-sanitizer --tool racecheck "$B/gpu_tests" --gtest_filter='*GpuInterp.EdgeCases*:*GpuInterp.AutoPredictor*' \
     > "$OUT/racecheck_interp.log" 2>&1
 summary "racecheck interp" "$OUT/racecheck_interp.log"
 timeout 100 compute-sanitizer --tool racecheck "$B/ratio_tests" --gtest_filter='RatioGpu.ParitySyntheticAndEdgeCases' \
     > "$OUT/racecheck_ratio.log" 2>&1
 summary "racecheck ratio" "$OUT/racecheck_ratio.log"
 timeout 100 compute-sanitizer --tool initcheck --error-exitcode 1 "$B/gpu_tests" \
-    --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuInterp.EdgeCases:GpuDeviceApi.*' > "$OUT/initcheck.log" 2>&1
+    --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuDeviceApi.*:*GpuInterp.EdgeCases*' > "$OUT/initcheck.log" 2>&1
 summary initcheck "$OUT/initcheck.log"
 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu_tests" \
-    --gtest_filter='GpuInterp.EdgeCases:GpuInterp.CorruptStreamsF32' > "$OUT/memcheck_interp.log" 2>&1
+    --gtest_filter='*GpuInterp.EdgeCases*:*GpuInterp.CorruptStreamsF32*' > "$OUT/memcheck_interp.log" 2>&1
 summary "memcheck interp" "$OUT/memcheck_interp.log"

@@ -79,7 +79,8 @@ struct Carver {
 
 constexpr int kArenaMain = 0;        // inputs, codes, counts, stream / payload, scan temporaries
 constexpr int kArenaExceptions = 1;  // compress: buffers sized by the exception count, known only mid-call
-constexpr int kArenaCount = 2;
+constexpr int kArenaRatio = 2;       // the ratio encoder's and decoder's work buffers (ratio_gpu.cuh)
+constexpr int kArenaCount = 3;
 constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 
 struct Context {

@@ -64,7 +64,7 @@ bool gpu_pipeline(const zb_params &p, bool &v2, std::string &msg) {
     resolve_pipeline(p, pred, enc);
     v2 = !is_v1_pipeline(pred, enc);
     if (v2 && !gpu::gpu_runs_v2(pred, enc)) {
-        msg = "the ratio encoder runs on the CPU only in this version";
+        msg = "the Lorenzo predictor with the ratio encoder runs on the CPU only in this version";
         return false;
     }
     return true;
@@ -175,8 +175,7 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         Header h;
         if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
         if (h.version != kFormatVersionV1 && !gpu::gpu_runs_v2(h.predictor, h.encoder)) {
-            msg = "format-v2 streams other than interp + fast (the ratio encoder) decode on the CPU only in "
-                  "this version";
+            msg = "Lorenzo + ratio streams decode on the CPU only in this version";
             return ZB_ERR_UNSUPPORTED;
         }
         if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);

@@ -1,4 +1,5 @@
-// The interp pipeline on the GPU (docs/FORMAT.md section 8, "Interp predictor"; writes format v3, reads v2 and v3): the same bytes as
+// The interp pipeline on the GPU, with the fast or the ratio encoder (docs/FORMAT.md sections 8-10; writes format
+// v3, reads v2 and v3): the same bytes as
 // core/src/pipeline_v2.cpp + interp_cpu.cpp, templated on the value type; interp_f32.cu / interp_f64.cu instantiate
 // it. The float arithmetic is the host+device code of zb_interp.h / zb_quant.h (explicit _rn double operations), so
 // every reconstructed value, and with it every code, equals the CPU's.
@@ -28,6 +29,7 @@
 #include "decode.cuh"
 #include "encode.cuh"
 #include "interp_gpu.h"
+#include "ratio_gpu.cuh"
 #include "zb_bytes.h"
 #include "zb_interp.h"
 
@@ -36,12 +38,33 @@ namespace gpu {
 namespace interp {
 namespace {
 
-constexpr int32_t kFastRadius = 32768;  // every |code| < 2^15: a 16-bit sign-magnitude code (docs/FORMAT.md 8)
 constexpr uint32_t kErrInterpCode = 1u << 16;  // a non-anchor code is the escape code
 constexpr int64_t kAnchor = 1 << kInterpAnchorLog2;
 constexpr uint64_t kParamBytes = kV2CommonParamBytes + kInterpParamBytes;  // segment 0
-// v2 fast-encoder segments: 0 parameters, 1 code flags, 2 code blocks, 3 escapes, 4..8 exceptions.
-enum { kSegParams = 0, kSegFlags, kSegBlocks, kSegEsc, kSegExc0, kSegCount = kSegExc0 + 5 };
+// v2-layout segments: 0 parameters, then the encoder's (fast: 1 code flags, 2 code blocks; ratio: 1..4), then the
+// escapes and the 5 exception segments.
+enum { kSegParams = 0, kSegFlags, kSegBlocks };
+constexpr int kMaxSegCount = 1 + kRatioSegmentCount + 1 + 5;
+
+// How a 16-bit code array holds the integer codes q (|q| < radius) for the stream's encoder (docs/FORMAT.md 8):
+// the fast encoder's sign-magnitude codes (escape 0x8000), or the ratio encoder's symbols q + radius (escape 0).
+struct CodeStyle {
+    int32_t radius;
+    int ratio;
+    ZB_HD uint16_t put(int32_t q) const { return ratio ? (uint16_t)(q + radius) : delta_to_code(q); }
+    ZB_HD uint16_t escape() const { return ratio ? (uint16_t)0 : kEscapeCode; }
+    ZB_HD int32_t get(uint16_t c) const { return ratio ? (int32_t)c - radius : code_to_delta(c); }
+};
+inline CodeStyle code_style(uint8_t encoder) {
+    return encoder == kEncRatio ? CodeStyle{kRatioRadius, 1} : CodeStyle{kFastRadius, 0};
+}
+struct SegIndex {   // where the escapes and the exceptions sit for an encoder
+    int esc, exc0, count;
+};
+inline SegIndex seg_index(uint8_t encoder) {
+    const int e = encoder == kEncRatio ? kRatioSegmentCount : kFastCodeSegmentCount;
+    return {1 + e, 2 + e, 2 + e + 5};
+}
 
 // ---- geometry ----------------------------------------------------------------------------------------------------
 
@@ -169,8 +192,8 @@ k_anchor_quant(Lattice g, const T *__restrict__ x, QuantParams qa, uint32_t *__r
 
 // The anchor's 3D Lorenzo delta on the lattice (0 outside); |d| >= radius is escaped.
 __global__ void __launch_bounds__(256)
-k_anchor_delta(Lattice g, const uint32_t *__restrict__ qlat, uint16_t *__restrict__ codes, int32_t *__restrict__ delta,
-               uint32_t *__restrict__ esc) {
+k_anchor_delta(Lattice g, CodeStyle cs, const uint32_t *__restrict__ qlat, uint16_t *__restrict__ codes,
+               int32_t *__restrict__ delta, uint32_t *__restrict__ esc) {
     const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= g.n) return;
     int64_t az, ay, ax;
@@ -179,16 +202,16 @@ k_anchor_delta(Lattice g, const uint32_t *__restrict__ qlat, uint16_t *__restric
         return (z < 0 || y < 0 || xx < 0) ? 0u : qlat[(z * g.L[1] + y) * g.L[2] + xx];
     };
     const int32_t d = lorenzo_delta<3>(az, ay, ax, qat);
-    const bool escaped = !(d > -kFastRadius && d < kFastRadius);
-    codes[g.pass_order ? a : (uint64_t)i] = escaped ? kEscapeCode : delta_to_code(d);
+    const bool escaped = !(d > -cs.radius && d < cs.radius);
+    codes[g.pass_order ? a : (uint64_t)i] = escaped ? cs.escape() : cs.put(d);
     delta[a] = d;
     esc[a] = escaped ? 1u : 0u;
 }
 
 template <typename T>
 __global__ void __launch_bounds__(256)
-k_pass_encode(PassGeo g, const T *__restrict__ x, T *rec, uint16_t *__restrict__ codes, uint32_t *__restrict__ mwords,
-              double twoe, double recip, double eb, int has_fill, uint64_t fill_bits) {
+k_pass_encode(PassGeo g, CodeStyle cs, const T *__restrict__ x, T *rec, uint16_t *__restrict__ codes,
+              uint32_t *__restrict__ mwords, double twoe, double recip, double eb, int has_fill, uint64_t fill_bits) {
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= g.npts) return;
     int64_t c;
@@ -196,8 +219,8 @@ k_pass_encode(PassGeo g, const T *__restrict__ x, T *rec, uint16_t *__restrict__
     const double p = predict(g, rec, idx, c);
     int32_t q;
     T r;
-    const bool regular = quantize_residual<T>(x[idx], p, twoe, recip, eb, kFastRadius, has_fill, fill_bits, q, r);
-    codes[code_pos(g, tid, idx)] = delta_to_code(q);  // |q| < 2^15; 0 for an exception
+    const bool regular = quantize_residual<T>(x[idx], p, twoe, recip, eb, cs.radius, has_fill, fill_bits, q, r);
+    codes[code_pos(g, tid, idx)] = cs.put(q);  // |q| < radius; q = 0 for an exception
     rec[idx] = r;
     if (!regular) atomicOr(&mwords[(uint64_t)idx >> 5], 1u << (idx & 31));
 }
@@ -271,6 +294,21 @@ k_code_tiles(const uint16_t *__restrict__ codes, const uint32_t *__restrict__ mw
     }
 }
 
+// The ratio encoder's stand-in for k_code_tiles' counts: counts[tile] = {0, 0, exceptions in the tile, 0}.
+__global__ void __launch_bounds__(256)
+k_tile_exceptions(const uint32_t *__restrict__ mwords, uint64_t ntiles, uint4 *__restrict__ counts) {
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ntiles) return;
+    const uint4 *w = reinterpret_cast<const uint4 *>(mwords + t * 64);   // 64 mask words per tile of 2048 codes
+    uint32_t e = 0;
+#pragma unroll 4
+    for (int k = 0; k < 16; ++k) {
+        const uint4 v = w[k];
+        e += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+    }
+    counts[t] = make_uint4(0, 0, e, 0);
+}
+
 // Escaped anchor deltas in lattice (= index) order.
 __global__ void k_anchor_escapes(uint64_t nlat, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
                                  const int32_t *__restrict__ delta, int32_t *__restrict__ out) {
@@ -317,15 +355,16 @@ k_decode_codes(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blo
 
 // Anchor codes -> lattice deltas (escaped ones 0 for now, flagged).
 __global__ void __launch_bounds__(256)
-k_anchor_read(Lattice g, const uint16_t *__restrict__ codes, uint32_t *__restrict__ qlat, uint32_t *__restrict__ esc) {
+k_anchor_read(Lattice g, CodeStyle cs, const uint16_t *__restrict__ codes, uint32_t *__restrict__ qlat,
+              uint32_t *__restrict__ esc) {
     const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= g.n) return;
     int64_t az, ay, ax;
     const int64_t i = lattice_point(g, a, az, ay, ax);
     const uint16_t c = codes[g.pass_order ? a : (uint64_t)i];
-    const bool escaped = c == kEscapeCode;
+    const bool escaped = c == cs.escape();
     esc[a] = escaped ? 1u : 0u;
-    qlat[a] = escaped ? 0u : (uint32_t)code_to_delta(c);
+    qlat[a] = escaped ? 0u : (uint32_t)cs.get(c);
 }
 
 __global__ void k_anchor_patch(uint64_t nlat, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
@@ -351,29 +390,30 @@ k_anchor_values(Lattice g, const uint32_t *__restrict__ qlat, const uint32_t *__
 
 template <typename T>
 __global__ void __launch_bounds__(256)
-k_pass_decode(PassGeo g, T *out, const uint16_t *__restrict__ codes, const uint32_t *__restrict__ M, double twoe,
-              uint32_t *__restrict__ err) {
+k_pass_decode(PassGeo g, CodeStyle cs, T *out, const uint16_t *__restrict__ codes, const uint32_t *__restrict__ M,
+              double twoe, uint32_t *__restrict__ err) {
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= g.npts) return;
     int64_t c;
     const int64_t idx = pass_point(g, tid, c);
     const uint16_t code = codes[code_pos(g, tid, idx)];
-    if (code == kEscapeCode) {  // only anchors are escaped (checked for exceptions too, as the CPU does)
+    if (code == cs.escape()) {  // only anchors are escaped (checked for exceptions too, as the CPU does)
         set_error(err, kErrInterpCode);
         return;
     }
     if (masked(M, idx)) return;
-    out[idx] = dequantize_residual<T>(predict(g, out, idx, c), code_to_delta(code), twoe);
+    out[idx] = dequantize_residual<T>(predict(g, out, idx, c), cs.get(code), twoe);
 }
 
 // ---- host helpers ------------------------------------------------------------------------------------------------
 
 const char *const kLevelNames[kInterpLevels] = {"interp s1", "interp s2", "interp s4"};
 
-template <typename T> void launch_pass_encode(const PassGeo &g, const T *x, T *rec, uint16_t *codes, uint32_t *mwords,
-                                             double twoe, double recip, double eb, const zb_params &p, cudaStream_t s) {
+template <typename T>
+void launch_pass_encode(const PassGeo &g, CodeStyle cs, const T *x, T *rec, uint16_t *codes, uint32_t *mwords,
+                        double twoe, double recip, double eb, const zb_params &p, cudaStream_t s) {
     if (!g.npts) return;
-    k_pass_encode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, x, rec, codes, mwords, twoe, recip, eb, p.has_fill,
+    k_pass_encode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, cs, x, rec, codes, mwords, twoe, recip, eb, p.has_fill,
                                                             p.fill_bits);
     ZB_LAUNCHED("k_pass_encode");
 }
@@ -451,7 +491,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.rec = cv.take<T>(n);
         b.codes = cv.take<uint16_t>(ntiles * kTileCodes);
         b.mwords = cv.take<uint32_t>(ntiles * 64);
-        b.dense = cv.take<uint4>(ntiles * 256);
+        b.dense = cv.take<uint4>(p.encoder == ZB_ENC_RATIO ? 0 : ntiles * 256);   // fast encoder only
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
         b.qlat = cv.take<uint32_t>(nlat);
@@ -480,7 +520,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     h.mode = p.mode;
     h.bound = p.bound;
     h.predictor = kPredInterp;
-    h.encoder = kEncFast;
+    h.encoder = p.encoder == ZB_ENC_RATIO ? kEncRatio : kEncFast;   // the caller resolved auto
+    const bool ratio = h.encoder == kEncRatio;
+    const CodeStyle cs = code_style(h.encoder);
+    const SegIndex si = seg_index(h.encoder);
 
     // ---- 1. value range (always: alpha depends on it), absolute bound, tuning on the host
     double vmin = 0, vmax = 0;
@@ -509,7 +552,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const QuantParams qa = make_quant_params(ip.level_eb[kInterpLevels], p.has_fill, p.fill_bits);
     k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, b.rec, b.mwords);
     ZB_LAUNCHED("k_anchor_quant");
-    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, b.codes, b.delta, b.esc);
+    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.qlat, b.codes, b.delta, b.esc);
     ZB_LAUNCHED("k_anchor_delta");
     size_t tb = scan_bytes;
     exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
@@ -518,16 +561,23 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         const double twoe = 2.0 * ip.level_eb[l];
         const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
         if (i == 0) timer.begin(kLevelNames[l]);
-        launch_pass_encode<T>(g, x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p, s);
+        launch_pass_encode<T>(g, cs, x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p, s);
         if (i == 2) timer.end();
     });
 
-    // ---- 3. code tiles (flags straight into segment 1, whose offset is fixed), counts
+    // ---- 3. fast: code tiles (flags straight into segment 1, whose offset is fixed), counts; ratio: exception
+    //      counts per tile, then the ratio encoder's plan (histogram, codebook, bitstream) on the code array
     uint8_t *pay = b.payload;
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(pay + kParamBytes);
+    RatioEncoder renc;
     timer.begin("tiles");
-    k_code_tiles<<<(unsigned)ntiles, kTileThreads, 0, s>>>(b.codes, b.mwords, b.dense, code_flags, b.counts);
-    ZB_LAUNCHED("k_code_tiles");
+    if (ratio) {
+        k_tile_exceptions<<<grid_for(ntiles, 256), 256, 0, s>>>(b.mwords, ntiles, b.counts);
+        ZB_LAUNCHED("k_tile_exceptions");
+    } else {
+        k_code_tiles<<<(unsigned)ntiles, kTileThreads, 0, s>>>(b.codes, b.mwords, b.dense, code_flags, b.counts);
+        ZB_LAUNCHED("k_code_tiles");
+    }
     tb = scan_bytes;
     exclusive_sum4(b.temp, tb, b.counts, b.offs, ntiles, s);
     {
@@ -539,10 +589,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     timer.end();
     {
         const unsigned long long *tot = enc::fetch_totals(c, b.scratch + 2, 3, s);
-        h.nonzero_code_blocks = tot[0];
+        h.nonzero_code_blocks = tot[0];   // 0 for the ratio encoder (its counts have no blocks)
         h.exceptions = tot[1];
         h.escapes = tot[2];
     }
+    if (ratio) renc.plan(c, c.arena[kArenaRatio], b.codes, n, 2 * (uint32_t)cs.radius, s, &timer);
 
     // ---- 4. exceptions
     const uint64_t k = h.exceptions;
@@ -551,16 +602,21 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     h.runs = ex.runs;
 
     // ---- 5. layout (core's v2_layout), raw-passthrough decision
-    uint64_t lengths[kSegCount] = {kParamBytes,
-                                   ntiles * kTileFlagBytes,
-                                   h.nonzero_code_blocks * kBlockBytes,
-                                   h.escapes * 4,
-                                   sparse_flag_bytes(div_up(n, 8)),
-                                   ex.edge_nnz * kBlockBytes,
-                                   k ? sparse_flag_bytes(div_up(k, 8)) : 0,
-                                   ex.change_nnz * kBlockBytes,
-                                   h.runs * sizeof(T)};
-    v2_layout(h, lengths, kSegCount);
+    uint64_t lengths[kMaxSegCount] = {kParamBytes};
+    if (ratio) {
+        for (int i = 0; i < kRatioSegmentCount; ++i) lengths[1 + i] = renc.segment_length(i);
+    } else {
+        lengths[kSegFlags] = ntiles * kTileFlagBytes;
+        lengths[kSegBlocks] = h.nonzero_code_blocks * kBlockBytes;
+    }
+    const uint64_t exc_lengths[6] = {h.escapes * 4,
+                                     sparse_flag_bytes(div_up(n, 8)),
+                                     ex.edge_nnz * kBlockBytes,
+                                     k ? sparse_flag_bytes(div_up(k, 8)) : 0,
+                                     ex.change_nnz * kBlockBytes,
+                                     h.runs * sizeof(T)};
+    std::copy(exc_lengths, exc_lengths + 6, lengths + si.esc);
+    v2_layout(h, lengths, si.count);
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
     if (total >= raw_bytes)
         return enc::write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, n), s, timer);
@@ -569,21 +625,27 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 6. segments at their final offsets
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
     ParamBlob pb;
-    put_u32(pb.b, (uint32_t)kFastRadius);
+    put_u32(pb.b, (uint32_t)cs.radius);
     put_u32(pb.b + 4, 0);
     interp_params_write(ip, pb.b + kV2CommonParamBytes);
     timer.begin("segments");
     k_put_params<<<1, 64, 0, s>>>(pb, seg(kSegParams));
     ZB_LAUNCHED("k_put_params");
-    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
-                reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
+    if (ratio) {
+        uint8_t *dst[kRatioSegmentCount];
+        for (int i = 0; i < kRatioSegmentCount; ++i) dst[i] = seg(1 + i);
+        renc.write(dst, s, &timer);
+    } else {
+        sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
+                    reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
+    }
     if (h.escapes) {
         k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off, b.delta,
-                                                             reinterpret_cast<int32_t *>(seg(kSegEsc)));
+                                                             reinterpret_cast<int32_t *>(seg(si.esc)));
         ZB_LAUNCHED("k_anchor_escapes");
     }
-    ex.write(seg(kSegExc0), h.seg[kSegExc0].length, seg(kSegExc0 + 1), seg(kSegExc0 + 2), h.seg[kSegExc0 + 2].length,
-             seg(kSegExc0 + 3), seg(kSegExc0 + 4), s);
+    const int x0 = si.exc0;
+    ex.write(seg(x0), h.seg[x0].length, seg(x0 + 1), seg(x0 + 2), h.seg[x0 + 2].length, seg(x0 + 3), seg(x0 + 4), s);
     timer.end();
     return enc::finish_stream(c, h, pay, b.crcs, out, s, timer);
 }
@@ -603,7 +665,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     // Raw streams are version 1 (a raw flag in a v2 header has predictor 0 and is refused here, as by the CPU).
     if ((h.flags & kFlagRaw) || !gpu_runs_v2(h.predictor, h.encoder))
         fail(ZB_ERR_UNSUPPORTED,
-             "the GPU decodes format-v2 streams of the interp predictor with the fast encoder only");
+             "the GPU decodes v2-layout streams of the interp predictor only");
     const uint64_t n = h.shape.n;
     const uint64_t len = h.payload_bytes();
     const uint64_t ntiles = code_tiles(n);
@@ -619,8 +681,10 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         std::memcpy(pbytes, src_payload, kParamBytes);
     }
     if (get_u32(pbytes + 4) != 0) fail(ZB_ERR_CORRUPT, "corrupt stream: reserved parameter bytes are not zero");
-    if (get_u32(pbytes) != (uint32_t)kFastRadius)
-        fail(ZB_ERR_CORRUPT, "corrupt stream: bad code radius for the fast encoder");
+    const bool ratio = h.encoder == kEncRatio;
+    const CodeStyle cs = code_style(h.encoder);
+    const SegIndex si = seg_index(h.encoder);
+    if (get_u32(pbytes) != (uint32_t)cs.radius) fail(ZB_ERR_CORRUPT, "corrupt stream: bad code radius");
     InterpParams ip;
     std::string why;
     if (!interp_params_read(pbytes + kV2CommonParamBytes, ip, why)) fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
@@ -685,36 +749,45 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
     // ---- codes
     size_t tb;
-    const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegFlags));
-    timer.begin("tiles");
-    dec::k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
-    ZB_LAUNCHED("k_tile_nnz");
-    tb = scan_bytes;
-    exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
-    k_decode_codes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, reinterpret_cast<const uint4 *>(seg(kSegBlocks)),
-                                                            h.nonzero_code_blocks, b.cnt, b.off, ntiles, n, b.codes,
-                                                            b.err);
-    ZB_LAUNCHED("k_decode_codes");
-    timer.end();
+    if (ratio) {   // ratio_decode times its own kernels
+        ByteSpan rs[kRatioSegmentCount], hcb;
+        for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = {seg(1 + i), h.seg[1 + i].length};
+        if (!src_on_device) hcb = {src_payload + h.seg[1].offset, h.seg[1].length};   // the codebook, on the host
+        ratio_decode(c, c.arena[kArenaRatio], rs, src_on_device ? nullptr : &hcb, n, 2 * (uint32_t)cs.radius,
+                     b.codes, s, &timer);
+    } else {
+        timer.begin("tiles");
+        const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegFlags));
+        dec::k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
+        ZB_LAUNCHED("k_tile_nnz");
+        tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
+        k_decode_codes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags,
+                                                                reinterpret_cast<const uint4 *>(seg(kSegBlocks)),
+                                                                h.nonzero_code_blocks, b.cnt, b.off, ntiles, n,
+                                                                b.codes, b.err);
+        ZB_LAUNCHED("k_decode_codes");
+        timer.end();
+    }
 
     // ---- exceptions first: the predictor reads their values, and their mask skips them
     if (k) {
         timer.begin("exceptions");
-        const uint8_t *xs[5] = {seg(kSegExc0), seg(kSegExc0 + 1), seg(kSegExc0 + 2), seg(kSegExc0 + 3),
-                                seg(kSegExc0 + 4)};
-        ex.run<T>(xs, h.seg[kSegExc0 + 1].length, h.seg[kSegExc0 + 3].length, out, b.err, b.temp, scan_bytes, s);
+        const int x0 = si.exc0;
+        const uint8_t *xs[5] = {seg(x0), seg(x0 + 1), seg(x0 + 2), seg(x0 + 3), seg(x0 + 4)};
+        ex.run<T>(xs, h.seg[x0 + 1].length, h.seg[x0 + 3].length, out, b.err, b.temp, scan_bytes, s);
         timer.end();
     }
     const uint32_t *M = k ? ex.M : nullptr;
 
     // ---- anchors
     timer.begin("anchors");
-    k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.codes, b.qlat, b.esc);
+    k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.codes, b.qlat, b.esc);
     ZB_LAUNCHED("k_anchor_read");
     tb = scan_bytes;
     exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
     k_anchor_patch<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off,
-                                                        reinterpret_cast<const int32_t *>(seg(kSegEsc)), h.escapes,
+                                                        reinterpret_cast<const int32_t *>(seg(si.esc)), h.escapes,
                                                         b.qlat, b.err);
     ZB_LAUNCHED("k_anchor_patch");
     dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
@@ -728,7 +801,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
         if (i == 0) timer.begin(kLevelNames[l]);
         if (g.npts) {
-            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, out, b.codes, M, 2.0 * ip.level_eb[l], b.err);
+            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, cs, out, b.codes, M, 2.0 * ip.level_eb[l],
+                                                                    b.err);
             ZB_LAUNCHED("k_pass_decode");
         }
         if (i == 2) timer.end();

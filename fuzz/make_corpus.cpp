@@ -174,30 +174,31 @@ int main(int argc, char **argv) {
     dec_seed("one_value_f32", compress(std::vector<float>{1.5f}, {1}, ZB_MODE_ABS, 1e-3));
     dec_seed("unitdims_f64", compress(std::vector<double>(b1.begin(), b1.begin() + 19), {1, 19, 1}, ZB_MODE_REL, 1e-3));
     dec_seed("multi_tile_f32", compress(block(postq, 0, pk, pj, pi, 0, 2, 0, 76, 0, 38), {2, 76, 38}, ZB_MODE_REL, 1e-3));
-    // Format v2 (the interp predictor), where this library writes it.
+    // The interp predictor (format v3 since the pass-ordered codes; the v2_interp_* seeds of the corpus were written
+    // by the library before, in index order, and stay as seeds of the v2 decoder).
     g_predictor = ZB_PRED_INTERP;
-    dec_seed("v2_interp_combq3d_f32_rel1e-3", compress(b3, {6, 12, 24}, ZB_MODE_REL, 1e-3));
-    dec_seed("v2_interp_postq2d_f64_abs1e-4", compress(b2d, {40, 38}, ZB_MODE_ABS, 1e-4));
-    dec_seed("v2_interp_combq1d_f32_abs1e-7", compress(b1, {57}, ZB_MODE_ABS, 1e-7));
+    dec_seed("v3_interp_combq3d_f32_rel1e-3", compress(b3, {6, 12, 24}, ZB_MODE_REL, 1e-3));
+    dec_seed("v3_interp_postq2d_f64_abs1e-4", compress(b2d, {40, 38}, ZB_MODE_ABS, 1e-4));
+    dec_seed("v3_interp_combq1d_f32_abs1e-7", compress(b1, {57}, ZB_MODE_ABS, 1e-7));
     {
         auto s = b2;
         add_specials(s, -9999.9f);
-        dec_seed("v2_interp_postq2d_f32_specials_fill", compress(s, {40, 38}, ZB_MODE_REL, 1e-2, true, -9999.9f));
+        dec_seed("v3_interp_postq2d_f32_specials_fill", compress(s, {40, 38}, ZB_MODE_REL, 1e-2, true, -9999.9f));
     }
-    dec_seed("v2_interp_multi_block_f32",
+    dec_seed("v3_interp_multi_block_f32",
              compress(block(postq, 1, pk, pj, pi, 0, 4, 0, 76, 0, 38), {4, 76, 38}, ZB_MODE_REL, 1e-4));
-    // The ratio encoder (format v2), with each predictor.
+    // The ratio encoder with each predictor (Lorenzo: format v2, interp: v3).
     g_encoder = ZB_ENC_RATIO;
     g_predictor = ZB_PRED_LORENZO;
     dec_seed("v2_ratio_lorenzo_combq3d_f32_rel1e-3", compress(b3, {6, 12, 24}, ZB_MODE_REL, 1e-3));
     dec_seed("v2_ratio_lorenzo_postq2d_f64_abs1e-5", compress(b2d, {40, 38}, ZB_MODE_ABS, 1e-5));
     g_predictor = ZB_PRED_INTERP;
-    dec_seed("v2_ratio_interp_multi_block_f32",
+    dec_seed("v3_ratio_interp_multi_block_f32",
              compress(block(postq, 2, pk, pj, pi, 0, 4, 0, 76, 0, 38), {4, 76, 38}, ZB_MODE_REL, 1e-3));
     {
         auto s = b2;
         add_specials(s, -9999.9f);
-        dec_seed("v2_ratio_interp_specials_fill", compress(s, {40, 38}, ZB_MODE_ABS, 1e-4, true, -9999.9f));
+        dec_seed("v3_ratio_interp_specials_fill", compress(s, {40, 38}, ZB_MODE_ABS, 1e-4, true, -9999.9f));
     }
     g_encoder = ZB_ENC_AUTO;
     g_predictor = ZB_PRED_AUTO;

@@ -1,7 +1,8 @@
-// The format-v2 interp pipeline (predictor=interp, encoder=fast) on the GPU: CPU/GPU byte parity and cross decoding
-// for f32 and f64, ranks 1-4, odd shapes (dims below 8 and not multiples of 8), special values, fill values, huge
-// values, escaped anchors, ABS and REL at 1e-2 / 1e-3 / 1e-4, every real field of ../shared/data; the device-pointer
-// API; corrupted streams answered with the same status by both decoders. Without a GPU every test skips visibly.
+// The interp pipeline (predictor=interp, encoder fast and ratio, format v3) on the GPU: CPU/GPU byte parity and
+// cross decoding for f32 and f64, ranks 1-4, odd shapes (dims below 8 and not multiples of 8), special values, fill
+// values, huge values, escaped anchors, ABS and REL at 1e-2 / 1e-3 / 1e-4, every real field of ../shared/data; the
+// device-pointer API; corrupted streams answered with the same status by both decoders. Without a GPU every test
+// skips visibly.
 #include <cfloat>
 #include <cstdlib>
 #include <fstream>
@@ -18,10 +19,18 @@
 
 namespace {
 
+// Every test runs once per encoder (the suite is parameterized on it): interp_params() and the checks read it.
+zb_encoder g_encoder = ZB_ENC_FAST;
+
+class GpuInterp : public ::testing::TestWithParam<zb_encoder> {
+  protected:
+    void SetUp() override { g_encoder = GetParam(); }
+};
+
 zb_params interp_params(zb_mode mode, double bound) {
     zb_params p = zb_params_default();
     p.predictor = ZB_PRED_INTERP;
-    p.encoder = ZB_ENC_FAST;
+    p.encoder = g_encoder;
     p.mode = mode;
     p.bound = bound;
     return p;
@@ -89,6 +98,7 @@ void parity(const std::vector<T> &data, const std::vector<size_t> &dims, const z
     if (!info.raw) {
         EXPECT_EQ(info.format_version, 3);
         EXPECT_EQ(info.predictor, ZB_PRED_INTERP);
+        EXPECT_EQ(info.encoder, p.encoder == ZB_ENC_AUTO ? info.encoder : p.encoder);
     }
 }
 
@@ -115,12 +125,12 @@ template <typename T> void shapes_and_bounds() {
     }
 }
 
-TEST(GpuInterp, ShapesAndBoundsF32) {
+TEST_P(GpuInterp, ShapesAndBoundsF32) {
     ZB_REQUIRE_GPU();
     shapes_and_bounds<float>();
 }
 
-TEST(GpuInterp, ShapesAndBoundsF64) {
+TEST_P(GpuInterp, ShapesAndBoundsF64) {
     ZB_REQUIRE_GPU();
     shapes_and_bounds<double>();
 }
@@ -134,12 +144,12 @@ template <typename T> void large() {
     }
 }
 
-TEST(GpuInterp, LargeF32) {
+TEST_P(GpuInterp, LargeF32) {
     ZB_REQUIRE_GPU();
     large<float>();
 }
 
-TEST(GpuInterp, LargeF64) {
+TEST_P(GpuInterp, LargeF64) {
     ZB_REQUIRE_GPU();
     large<double>();
 }
@@ -196,18 +206,18 @@ template <typename T> void specials() {
     }
 }
 
-TEST(GpuInterp, SpecialValuesF32) {
+TEST_P(GpuInterp, SpecialValuesF32) {
     ZB_REQUIRE_GPU();
     specials<float>();
 }
 
-TEST(GpuInterp, SpecialValuesF64) {
+TEST_P(GpuInterp, SpecialValuesF64) {
     ZB_REQUIRE_GPU();
     specials<double>();
 }
 
 // Anchors whose Lorenzo deltas exceed the radius: a steep ramp at a fine bound.
-TEST(GpuInterp, EscapedAnchors) {
+TEST_P(GpuInterp, EscapedAnchors) {
     ZB_REQUIRE_GPU();
     for (const auto &dims : std::vector<std::vector<size_t>>{{50000}, {130, 170}, {33, 41, 29}}) {
         size_t n = 1;
@@ -230,7 +240,7 @@ TEST(GpuInterp, EscapedAnchors) {
 }
 
 // Lossless (bound 0), constant arrays, a single value: every path through raw passthrough and all-exception streams.
-TEST(GpuInterp, EdgeCases) {
+TEST_P(GpuInterp, EdgeCases) {
     ZB_REQUIRE_GPU();
     const std::vector<size_t> dims = {37, 61};
     const auto data = zbt::smooth_field<float>(dims, 0.01, 1);
@@ -243,12 +253,12 @@ TEST(GpuInterp, EdgeCases) {
 
 // predictor=auto: the choice is made on the host from the data, so both backends write the same pipeline (here the
 // smooth field makes it interp).
-TEST(GpuInterp, AutoPredictor) {
+TEST_P(GpuInterp, AutoPredictor) {
     ZB_REQUIRE_GPU();
     const std::vector<size_t> dims = {96, 128, 80};
     const auto data = zbt::smooth_field<float>(dims, 0.0001, 9);
     zb_params p = zb_params_default();
-    p.encoder = ZB_ENC_FAST;  // encoder=auto may choose the ratio encoder, which the GPU does not run yet
+    p.encoder = g_encoder;
     p.mode = ZB_MODE_REL;
     p.bound = 1e-3;
     parity(data, dims, p, "predictor auto", false);
@@ -307,7 +317,7 @@ template <typename T> void check_field(const std::string &dir, const Field &fd) 
     }
 }
 
-TEST(GpuInterp, RealDataEveryFieldEveryBound) {
+TEST_P(GpuInterp, RealDataEveryFieldEveryBound) {
     ZB_REQUIRE_GPU();
     const std::string dir = fields_dir();
     const auto fields = read_manifest(dir);
@@ -375,7 +385,7 @@ void device_round_trip(const std::vector<T> &data, const std::vector<size_t> &di
     EXPECT_EQ(zb_decompress_device(sbuf.p, bad.size(), out.p, vbytes, stream, nullptr), ZB_ERR_CORRUPT);
 }
 
-TEST(GpuInterp, DeviceApi) {
+TEST_P(GpuInterp, DeviceApi) {
     ZB_REQUIRE_GPU();
     cudaStream_t stream = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -507,16 +517,21 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     }
 }
 
-TEST(GpuInterp, CorruptStreamsF32) {
+TEST_P(GpuInterp, CorruptStreamsF32) {
     ZB_REQUIRE_GPU();
     corrupt<float>({4000, 13}, 1, 300);
     corrupt<float>({45, 37, 29}, 2, 150);
 }
 
-TEST(GpuInterp, CorruptStreamsF64) {
+TEST_P(GpuInterp, CorruptStreamsF64) {
     ZB_REQUIRE_GPU();
     corrupt<double>({70001}, 3, 150);
     corrupt<double>({23, 19, 70}, 4, 150);
 }
+
+INSTANTIATE_TEST_SUITE_P(Encoders, GpuInterp, ::testing::Values(ZB_ENC_FAST, ZB_ENC_RATIO),
+                         [](const ::testing::TestParamInfo<zb_encoder> &i) {
+                             return std::string(i.param == ZB_ENC_RATIO ? "ratio" : "fast");
+                         });
 
 }  // namespace

@@ -28,8 +28,8 @@ bool env_set(const char *name) { return std::getenv(name) && *std::getenv(name);
         if (!env_set(name)) GTEST_SKIP() << "run through its ctest entry, which sets " name;                \
     } while (0)
 
-// The pipeline the GPU runs (Lorenzo + fast, format v1): with predictor=auto the codec may choose the interp
-// predictor, which runs on the CPU only (a GPU-required call is then refused with ZB_ERR_UNSUPPORTED).
+// Pinned to Lorenzo + fast (format v1), so that every case runs on the GPU: with both choices on auto the codec may
+// choose Lorenzo + ratio, which runs on the CPU only (a GPU-required call is then refused with ZB_ERR_UNSUPPORTED).
 relt::Case gpu_case(relt::Case c) {
     c.params.predictor = ZB_PRED_LORENZO;
     c.params.encoder = ZB_ENC_FAST;

@@ -32,6 +32,9 @@ inline uint16_t v2_layout_version(uint8_t predictor) {
 // escapes and the five exception segments.
 constexpr uint64_t kV2CommonParamBytes = 8;  // u32 radius, u32 reserved (0)
 constexpr int kFastCodeSegmentCount = 2;      // block flags, non-zero blocks
+// Code radius R of a v2-layout stream (every code |c| < R), fixed per encoder (docs/FORMAT.md section 8).
+constexpr int32_t kFastRadius = 32768;   // every |code| < 2^15 fits a sign-magnitude 16-bit code
+constexpr int32_t kRatioRadius = 512;    // ratio encoder: symbol = code + R in [1, 2R), 0 = escaped anchor delta
 int v2_encoder_segments(uint8_t encoder);     // 0 if unknown
 
 enum HeaderFlags : uint8_t { kFlagRaw = 1, kFlagEscapes = 2, kFlagExceptions = 4, kKnownFlags = 7 };

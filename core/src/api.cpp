@@ -107,6 +107,13 @@ zb_status check_params(const zb_params *p) {
 size_t dtype_size(const zb_dtype &t) { return as_int(t) == ZB_F64 ? 8 : 4; }
 bool dtype_ok(const zb_dtype &t) { return as_int(t) == ZB_F32 || as_int(t) == ZB_F64; }
 
+// The pipelines the CUDA backend runs (cuda/interp_gpu.h gpu_runs_v2 for the v2 layout): v1 Lorenzo + fast and
+// the interp predictor with either encoder. Lorenzo + ratio runs on the CPU.
+bool gpu_runs(uint8_t predictor, uint8_t encoder) {
+    return zb::is_v1_pipeline(predictor, encoder) || predictor == zb::kPredInterp;
+}
+const char *const kLorenzoRatioCpuOnly = "Lorenzo + ratio runs on the CPU only in this version";
+
 template <typename F> zb_status guarded(F &&f) {
     try {
         return f();
@@ -168,22 +175,22 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         uint8_t pred, enc;
         zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
         const bool v1 = zb::is_v1_pipeline(pred, enc);
-        if (gpu && !v1 && pred == zb::kPredInterp && enc == zb::kEncFast) {
-            // The GPU runs the interp pipeline too; the pipeline chosen here (predictor=auto included) is passed
-            // explicitly, so both backends write it.
+        if (gpu && !v1 && gpu_runs(pred, enc)) {
+            // The GPU runs the interp pipeline too; the pipeline chosen here (predictor/encoder auto included) is
+            // passed explicitly, so both backends write it.
             zb_params gp = *params;
             gp.predictor = ZB_PRED_INTERP;
-            gp.encoder = ZB_ENC_FAST;
+            gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
             const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
             if (s == ZB_OK) return ZB_OK;
             if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
             log_once("GPU compression failed, using the CPU: " + msg);
             gpu = nullptr;
         } else if (gpu && !v1) {
-            const std::string why = std::string("the ratio encoder runs on the CPU only in this version") +
-                                    (params->encoder == ZB_ENC_AUTO ? " (chosen by encoder=auto; set encoder=fast "
-                                                                      "for the GPU)"
-                                                                    : "");
+            const std::string why = std::string(kLorenzoRatioCpuOnly) +
+                                    (params->encoder == ZB_ENC_AUTO || params->predictor == ZB_PRED_AUTO
+                                         ? " (chosen by auto; set encoder=fast or predictor=interp for the GPU)"
+                                         : "");
             // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
             if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
             log_once(why);
@@ -264,10 +271,10 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
                                                           std::to_string(out_bytes));
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-        if (gpu && h.version != zb::kFormatVersionV1 &&
-            !(h.predictor == zb::kPredInterp && h.encoder == zb::kEncFast && !(h.flags & zb::kFlagRaw))) {
-            const char *why = "format-v2 streams other than interp + fast (the ratio encoder) decode on the CPU only in "
-                              "this version";
+        const bool gpu_decodes = h.version == zb::kFormatVersionV1 ||
+                                 (gpu_runs(h.predictor, h.encoder) && !(h.flags & zb::kFlagRaw));
+        if (gpu && !gpu_decodes) {
+            const char *why = kLorenzoRatioCpuOnly;
             if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
             log_once(why);
             gpu = nullptr;
@@ -301,8 +308,7 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
         uint8_t pred, enc;
         zb::resolve_pipeline(*params, pred, enc);
-        if (!zb::is_v1_pipeline(pred, enc) && !(pred == zb::kPredInterp && enc == zb::kEncFast))
-            return set_error(ZB_ERR_UNSUPPORTED, "the ratio encoder runs on the CPU only in this version");
+        if (!gpu_runs(pred, enc)) return set_error(ZB_ERR_UNSUPPORTED, kLorenzoRatioCpuOnly);
         const zb::GpuOps *gpu = zb::gpu_ops();
         if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
         if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");

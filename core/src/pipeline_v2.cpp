@@ -15,9 +15,6 @@
 namespace zb {
 namespace {
 
-constexpr int32_t kFastRadius = 32768;   // every |code| < 2^15 fits a sign-magnitude 16-bit code
-constexpr int32_t kRatioRadius = 512;    // ratio encoder: symbol = code + R in [1, 2R), 0 = escaped anchor delta
-
 struct V2Scratch {
     ScratchArray<int32_t> codes;
     ScratchArray<uint8_t> exc;
