@@ -631,21 +631,33 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     timer.begin("segments");
     k_put_params<<<1, 64, 0, s>>>(pb, seg(kSegParams));
     ZB_LAUNCHED("k_put_params");
+    const int x0 = si.exc0;
+    // The kernels store the escapes as int32 and the run values as T: with the fast encoder their segments are
+    // aligned; after the ratio encoder's segments (any length) they may not be, so they are staged.
+    uint8_t *esc_at = seg(si.esc), *values_at = seg(x0 + 4);
+    const size_t esc_bytes = h.escapes * 4, values_bytes = h.runs * sizeof(T);
     if (ratio) {
         uint8_t *dst[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) dst[i] = seg(1 + i);
         renc.write(dst, s, &timer);
+        // The ratio arena is free once write() is queued (stream order; a growing reserve() synchronizes first).
+        const size_t esc_room = div_up(esc_bytes, 16) * 16;
+        uint8_t *staging = c.arena[kArenaRatio].reserve(esc_room + values_bytes + 16);
+        esc_at = staging;
+        values_at = staging + esc_room;
     } else {
         sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
                     reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
     }
     if (h.escapes) {
         k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off, b.delta,
-                                                             reinterpret_cast<int32_t *>(seg(si.esc)));
+                                                             reinterpret_cast<int32_t *>(esc_at));
         ZB_LAUNCHED("k_anchor_escapes");
     }
-    const int x0 = si.exc0;
-    ex.write(seg(x0), h.seg[x0].length, seg(x0 + 1), seg(x0 + 2), h.seg[x0 + 2].length, seg(x0 + 3), seg(x0 + 4), s);
+    ex.write(seg(x0), h.seg[x0].length, seg(x0 + 1), seg(x0 + 2), h.seg[x0 + 2].length, seg(x0 + 3), values_at, s);
+    if (ratio && esc_bytes) ZB_CUDA(cudaMemcpyAsync(seg(si.esc), esc_at, esc_bytes, cudaMemcpyDeviceToDevice, s));
+    if (ratio && values_bytes)
+        ZB_CUDA(cudaMemcpyAsync(seg(x0 + 4), values_at, values_bytes, cudaMemcpyDeviceToDevice, s));
     timer.end();
     return enc::finish_stream(c, h, pay, b.crcs, out, s, timer);
 }
@@ -703,10 +715,19 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     }
     const bool dst_aligned = (reinterpret_cast<uintptr_t>(dst) % sizeof(T)) == 0;
     const bool own_out = !dst_on_device || !dst_aligned;
+    // After the ratio encoder's segments (any length) the escapes and exception segments may be unaligned for the
+    // kernels' word loads: they are copied to 16-byte aligned places first.
+    uint64_t tail_off[kMaxSegCount] = {}, tail_room = 0;
+    if (ratio)
+        for (int i = si.esc; i < si.count; ++i) {
+            tail_off[i] = tail_room;
+            tail_room += div_up(h.seg[i].length, 16) * 16;
+        }
     struct {
         uint8_t *payload;
         uint32_t *err, *crcs, *cnt, *off, *qlat, *esc, *esc_off, *sums;
         uint16_t *codes;
+        uint8_t *tail;   // ratio: aligned copies of the escape and exception segments
         T *out;
         void *temp;
     } b{};
@@ -722,6 +743,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
         b.sums = cv.take<uint32_t>(lattice_sums_needed(lines));
+        b.tail = cv.take<uint8_t>(tail_room);
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
@@ -741,6 +763,11 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     }
     ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
+    auto tail_seg = [&](int i) { return ratio ? b.tail + tail_off[i] : seg(i); };   // escapes and exceptions
+    if (ratio)
+        for (int i = si.esc; i < si.count; ++i)
+            if (h.seg[i].length)
+                ZB_CUDA(cudaMemcpyAsync(b.tail + tail_off[i], seg(i), h.seg[i].length, cudaMemcpyDeviceToDevice, s));
     if (verify_crc) {
         timer.begin("crc");
         piece_crcs(c, pay, len, b.crcs, s);
@@ -774,7 +801,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     if (k) {
         timer.begin("exceptions");
         const int x0 = si.exc0;
-        const uint8_t *xs[5] = {seg(x0), seg(x0 + 1), seg(x0 + 2), seg(x0 + 3), seg(x0 + 4)};
+        const uint8_t *xs[5] = {tail_seg(x0), tail_seg(x0 + 1), tail_seg(x0 + 2), tail_seg(x0 + 3), tail_seg(x0 + 4)};
         ex.run<T>(xs, h.seg[x0 + 1].length, h.seg[x0 + 3].length, out, b.err, b.temp, scan_bytes, s);
         timer.end();
     }
@@ -787,7 +814,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     tb = scan_bytes;
     exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
     k_anchor_patch<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off,
-                                                        reinterpret_cast<const int32_t *>(seg(si.esc)), h.escapes,
+                                                        reinterpret_cast<const int32_t *>(tail_seg(si.esc)), h.escapes,
                                                         b.qlat, b.err);
     ZB_LAUNCHED("k_anchor_patch");
     dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
