@@ -176,6 +176,35 @@ TEST(Format, CraftedInconsistenciesAreErrors) {
     }
 }
 
+// Found by fuzz/fuzz_decode.cpp: a raw-passthrough stream relabelled as version 2 or 3 reached the v2-layout decoder,
+// which read its parameters past the end of the one raw segment (heap overflow under ASan). Raw is version 1 only.
+TEST(Format, RawPassthroughInAnotherVersionIsRejected) {
+    std::mt19937 rng(3);
+    std::vector<float> noise(500);
+    for (float &v : noise) v = (float)rng();
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_ABS;
+    p.bound = 0;   // lossless random bits: stored raw
+    const size_t dims[1] = {noise.size()};
+    std::vector<uint8_t> raw(zb_compress_bound(ZB_F32, noise.size()));
+    size_t len = 0;
+    ASSERT_EQ(zb_compress(&p, ZB_F32, noise.data(), 1, dims, raw.data(), raw.size(), &len, nullptr), ZB_OK);
+    raw.resize(len);
+    zb_stream_info info;
+    ASSERT_EQ(zb_stream_info_get(raw.data(), raw.size(), &info), ZB_OK);
+    ASSERT_EQ(info.raw, 1);
+    ASSERT_EQ(info.format_version, 1);
+    std::vector<float> out(noise.size());
+    ASSERT_EQ(zbt::decompress(raw, out), ZB_OK);
+    for (uint16_t version : {2, 3}) {
+        auto t = raw;
+        zb::put_u16(t.data() + 4, version);
+        reseal(t);
+        EXPECT_EQ(zbt::decompress(t, out), ZB_ERR_CORRUPT) << "raw stream as version " << version;
+        EXPECT_NE(std::string(zb_last_error()).find("raw passthrough"), std::string::npos) << zb_last_error();
+    }
+}
+
 TEST(Format, NewerVersionIsReportedAsSuch) {
     auto s = sample_stream();
     zb::put_u16(s.data() + 4, zb::kFormatVersion + 1);

@@ -155,6 +155,9 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     // Structure of each kind of stream: counts must match the segment lengths exactly.
     const uint64_t n = h.shape.n, vb = h.value_bytes();
     if (h.flags & kFlagRaw) {
+        // Every writer stores raw passthrough as version 1 (section 7); another version would send the stream to
+        // a pipeline decoder that expects that version's segments.
+        if (h.version != kFormatVersionV1) return fail(msg, ZB_ERR_CORRUPT, "raw passthrough in a version other than 1");
         if (h.predictor || h.encoder || nseg != 1 || h.escapes || h.exceptions || h.runs || h.nonzero_code_blocks ||
             h.seg[0].length != n * vb)
             return fail(msg, ZB_ERR_CORRUPT, "inconsistent raw-passthrough header");
