@@ -31,31 +31,44 @@ struct InterpParams {
     double level_eb[kInterpLevels + 1] = {0, 0, 0, 0};
 };
 
+// The spline that predicts the value at coordinate c along a dim of length len at stride s (c - s always exists):
+// which of the neighbours at c-3s, c-s, c+s, c+3s exist decides it.
+enum class SplineCase : uint8_t { kLeftOnly, kLinear, kCubic, kQuadLeft, kQuadRight };
+ZB_HD SplineCase spline_case(int64_t c, int64_t s, int64_t len) {
+    if (c + s >= len) return SplineCase::kLeftOnly;
+    const bool left3 = c - 3 * s >= 0, right3 = c + 3 * s < len;
+    if (left3 && right3) return SplineCase::kCubic;
+    if (left3) return SplineCase::kQuadLeft;
+    return right3 ? SplineCase::kQuadRight : SplineCase::kLinear;
+}
+// The formulas (docs/FORMAT.md section 8), with a, b, c, d the values at c-3s, c-s, c+s, c+3s.
+ZB_HD double spline_cubic(bool natural, double a, double b, double c, double d) {
+    const double inner = add_rn(b, c), outer = add_rn(a, d);
+    if (natural)  // (-3a + 23b + 23c - 3d) / 40
+        return mul_rn(sub_rn(mul_rn(23.0, inner), mul_rn(3.0, outer)), 0.025);
+    return mul_rn(sub_rn(mul_rn(9.0, inner), outer), 0.0625);  // (-a + 9b + 9c - d) / 16
+}
+ZB_HD double spline_quad_left(double a, double b, double c) {  // (-a + 6b + 3c) / 8
+    return mul_rn(sub_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, c)), a), 0.125);
+}
+ZB_HD double spline_quad_right(double b, double c, double d) {  // (3b + 6c - d) / 8
+    return mul_rn(sub_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, c)), d), 0.125);
+}
+ZB_HD double spline_linear(double b, double c) { return mul_rn(add_rn(b, c), 0.5); }
+
 // Prediction of the value at coordinate c along one dim of length len, interpolating at stride s from the
 // reconstructed values at c-3s, c-s, c+s, c+3s (fetch(k) returns the value at coordinate k as a double). c-s always
 // exists (c >= s). Cubic with 4 neighbours, quadratic with 3, linear with 2, the left neighbour alone with 1.
 template <typename Fetch>
 ZB_HD double interp_predict(int64_t c, int64_t s, int64_t len, bool natural, Fetch fetch) {
-    const double b = fetch(c - s);
-    if (c + s >= len) return b;
-    const double cc = fetch(c + s);
-    const bool left3 = c - 3 * s >= 0, right3 = c + 3 * s < len;
-    if (left3 && right3) {
-        const double a = fetch(c - 3 * s), d = fetch(c + 3 * s);
-        const double inner = add_rn(b, cc), outer = add_rn(a, d);
-        if (natural)  // (-3a + 23b + 23c - 3d) / 40
-            return mul_rn(sub_rn(mul_rn(23.0, inner), mul_rn(3.0, outer)), 0.025);
-        return mul_rn(sub_rn(mul_rn(9.0, inner), outer), 0.0625);  // (-a + 9b + 9c - d) / 16
+    switch (spline_case(c, s, len)) {
+        case SplineCase::kLeftOnly: return fetch(c - s);
+        case SplineCase::kCubic:
+            return spline_cubic(natural, fetch(c - 3 * s), fetch(c - s), fetch(c + s), fetch(c + 3 * s));
+        case SplineCase::kQuadLeft: return spline_quad_left(fetch(c - 3 * s), fetch(c - s), fetch(c + s));
+        case SplineCase::kQuadRight: return spline_quad_right(fetch(c - s), fetch(c + s), fetch(c + 3 * s));
+        default: return spline_linear(fetch(c - s), fetch(c + s));
     }
-    if (left3) {  // (-a + 6b + 3c) / 8
-        const double a = fetch(c - 3 * s);
-        return mul_rn(sub_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), a), 0.125);
-    }
-    if (right3) {  // (3b + 6c - d) / 8
-        const double d = fetch(c + 3 * s);
-        return mul_rn(sub_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), d), 0.125);
-    }
-    return mul_rn(add_rn(b, cc), 0.5);
 }
 
 // Quantizes the residual of x against prediction p with bin width twoe (= 2 * level bound): q in (-radius, radius)

@@ -46,22 +46,65 @@ Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
     return p;
 }
 
-// Calls f(z, y, x, index, k) for every point of the pass (k: its number within the pass, x fastest), rows in
-// parallel.
-template <typename F> void for_each_point(const Pass &p, const int64_t d[3], int nt, F f) {
-    const int64_t rows = p.count[0] * p.count[1];
-#pragma omp parallel for num_threads(nt) schedule(static) if (rows * p.count[2] > 65536)
+int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
+
+// Calls f(idx, k, pred) for every point of pass p (idx its array index, k its number within the pass) with pred its
+// prediction from rec at stride s: the arithmetic of interp_predict, organized for speed. A row of a pass along z
+// or y has one spline case for all its points (their coordinate along the pass dim is the row's), so the case is
+// chosen once per row and the loop over x is branch-free; along x the case is chosen per point.
+template <typename T, typename F>
+void for_each_prediction(const Pass &p, const int64_t d[3], int64_t s, bool natural, const T *rec, int nt, F f) {
+    const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
+    const int64_t stride = p.dim == 0 ? d[1] * d[2] : (p.dim == 1 ? d[2] : 1);
+    const int64_t o1 = s * stride, o3 = 3 * s * stride;   // neighbours at idx -+ o1, -+ o3
+    const int64_t x0 = p.start[2], dx = p.step[2];
+#pragma omp parallel for num_threads(nt) schedule(static) if (rows * nxp > 65536)
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t z = p.start[0] + (r / p.count[1]) * p.step[0];
         const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
-        for (int64_t ix = 0; ix < p.count[2]; ++ix) {
-            const int64_t x = p.start[2] + ix * p.step[2];
-            f(z, y, x, lin(d, z, y, x), r * p.count[2] + ix);
+        const int64_t row0 = lin(d, z, y, 0), k0 = r * nxp;
+        const T *v = rec + row0;   // v[x]: the row's values
+        if (p.dim == 2) {
+            for (int64_t ix = 0; ix < nxp; ++ix) {
+                const int64_t x = x0 + ix * dx;
+                f(row0 + x, k0 + ix, interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; }));
+            }
+            continue;
+        }
+        auto at = [&](int64_t x, int64_t off) { return (double)v[x + off]; };
+        switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
+            case SplineCase::kLeftOnly:
+                for (int64_t ix = 0; ix < nxp; ++ix) {
+                    const int64_t x = x0 + ix * dx;
+                    f(row0 + x, k0 + ix, at(x, -o1));
+                }
+                break;
+            case SplineCase::kCubic:
+                for (int64_t ix = 0; ix < nxp; ++ix) {
+                    const int64_t x = x0 + ix * dx;
+                    f(row0 + x, k0 + ix, spline_cubic(natural, at(x, -o3), at(x, -o1), at(x, o1), at(x, o3)));
+                }
+                break;
+            case SplineCase::kQuadLeft:
+                for (int64_t ix = 0; ix < nxp; ++ix) {
+                    const int64_t x = x0 + ix * dx;
+                    f(row0 + x, k0 + ix, spline_quad_left(at(x, -o3), at(x, -o1), at(x, o1)));
+                }
+                break;
+            case SplineCase::kQuadRight:
+                for (int64_t ix = 0; ix < nxp; ++ix) {
+                    const int64_t x = x0 + ix * dx;
+                    f(row0 + x, k0 + ix, spline_quad_right(at(x, -o1), at(x, o1), at(x, o3)));
+                }
+                break;
+            default:
+                for (int64_t ix = 0; ix < nxp; ++ix) {
+                    const int64_t x = x0 + ix * dx;
+                    f(row0 + x, k0 + ix, spline_linear(at(x, -o1), at(x, o1)));
+                }
         }
     }
 }
-
-int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
 
 // Position in the code array of a point (docs/FORMAT.md sections 8 and 10).
 struct CodePos {
@@ -70,16 +113,6 @@ struct CodePos {
     int64_t anchor(int64_t a, int64_t idx) const { return order == InterpCodeOrder::kPass ? a : idx; }
     int64_t point(int64_t idx, int64_t k) const { return order == InterpCodeOrder::kPass ? base + k : idx; }
 };
-
-// Prediction of the point (z, y, x) along pass dim `dim` at stride s from the reconstructed values `rec`.
-template <typename T>
-inline double predict_at(const T *rec, const int64_t d[3], int dim, bool natural, int64_t s, int64_t z, int64_t y,
-                         int64_t x) {
-    const int64_t c[3] = {z, y, x};
-    const int64_t stride = dim == 0 ? d[1] * d[2] : (dim == 1 ? d[2] : 1);
-    const int64_t base = lin(d, z, y, x) - c[dim] * stride;
-    return interp_predict(c[dim], s, d[dim], natural, [&](int64_t k) { return (double)rec[base + k * stride]; });
-}
 
 // Lattice of anchors: dims and the linear index of lattice point (a, b, c).
 struct Lattice {
@@ -229,8 +262,7 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx, int64_t k) {
-                const double pred = predict_at(recon, d, p.dim, natural, st, z, y, xx);
+            for_each_prediction(p, d, st, natural, recon, nt, [&](int64_t idx, int64_t k, double pred) {
                 int32_t q;
                 T r;
                 const bool regular = quantize_residual<T>(x[idx], pred, twoe, recip, eb, radius, has_fill, fill_bits,
@@ -308,10 +340,8 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_point(p, d, nt, [&](int64_t z, int64_t y, int64_t xx, int64_t idx, int64_t k) {
-                if (mask[idx]) return;
-                const double pred = predict_at(out, d, p.dim, natural, st, z, y, xx);
-                out[idx] = dequantize_residual<T>(pred, codes[pos.point(idx, k)], twoe);
+            for_each_prediction(p, d, st, natural, out, nt, [&](int64_t idx, int64_t k, double pred) {
+                if (!mask[idx]) out[idx] = dequantize_residual<T>(pred, codes[pos.point(idx, k)], twoe);
             });
             pos.base += pass_points(p);
         }
