@@ -149,7 +149,8 @@ __device__ __forceinline__ uint64_t code_pos(const PassGeo &g, uint64_t tid, int
 }
 
 // Walks the passes in the order the encoder runs them (levels stride 4, 2, 1; per level dims order[0..2]) and
-// gives each (level l, pass i) its code base: nlat + the points of the passes before it in pass order, -1 in index order.
+// gives each (level l, pass i) its code base: nlat + the points of the passes before it in pass order, -1 in index
+// order.
 template <typename F> void for_each_pass(const InterpParams &ip, const Lattice &lat, F f) {
     int64_t base = (int64_t)lat.n;
     for (int l = kInterpLevels - 1; l >= 0; --l)
@@ -537,7 +538,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         download(c, host_copy.get(), x, n * sizeof(T), s);
         hx = host_copy.get();
     }
-    const InterpParams ip = interp_tune(hx, shape, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
+    const InterpParams ip =
+        interp_tune(hx, shape, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, h.encoder);
     host_copy.reset();
     static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
     if (print_timing)

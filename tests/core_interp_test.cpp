@@ -7,6 +7,8 @@
 #include "zb_crc32c.h"
 #include "zb_format.h"
 #include "zb_interp.h"
+#include "zb_interp_cpu.h"
+#include "zb_ratio.h"
 
 namespace {
 
@@ -152,6 +154,59 @@ TEST(Interp, StreamIsV3WithInterpParameters) {
     EXPECT_LE(alpha, 2.0);
     EXPECT_EQ(e1, 1e-2);
     EXPECT_DOUBLE_EQ(e2, 1e-2 / alpha);
+}
+
+// Coded size of x (ratio encoder, with exceptions and escapes at their stored size) with the predictor parameters ip.
+template <typename T>
+size_t coded_size(const std::vector<T> &x, const zb::Shape &s, const zb::InterpParams &ip, double eb) {
+    std::vector<int32_t> codes(s.n), escapes;
+    std::vector<uint8_t> exc(s.n);
+    std::vector<T> rec(s.n);
+    zb::interp_encode_cpu(x.data(), s, ip, zb::InterpCodeOrder::kPass, eb, zb::kRatioRadius, 0, 0, codes.data(),
+                          exc.data(), rec.data(), escapes, 1);
+    std::vector<uint16_t> c16(s.n);
+    for (size_t i = 0; i < s.n; ++i)
+        c16[i] = codes[i] == zb::kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + zb::kRatioRadius);
+    std::vector<std::string> segs;
+    std::string msg;
+    EXPECT_EQ(zb::ratio_encode_cpu(c16.data(), s.n, 2 * zb::kRatioRadius, 1, segs, nullptr, msg), ZB_OK) << msg;
+    size_t bytes = escapes.size() * 4;
+    for (uint8_t e : exc) bytes += e ? sizeof(T) : 0;
+    for (const std::string &g : segs) bytes += g.size();
+    return bytes;
+}
+
+// alpha is chosen by compressing samples (interp_tune_alpha): on whole arrays the tuned parameters must not lose to
+// Eq. 2's default by more than the sample's noise, must win clearly somewhere (the reason for tuning), and the
+// stream must carry exactly what interp_tune chose.
+TEST(Interp, TunedAlphaBeatsTheDefaultOnWholeArrays) {
+    size_t cases = 0, clear_wins = 0;
+    for (const Dims &dims : std::vector<Dims>{{512, 512}, {64, 96, 80}, {300000}})
+        for (double rel : {1e-2, 1e-3}) {
+            const auto x = zbt::smooth_field<float>(dims, 0.01, 5);
+            zb::Shape s;
+            ASSERT_TRUE(zb::fold_shape((int)dims.size(), dims.data(), s));
+            float lo = x[0], hi = x[0];
+            for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+            const double eb = rel * ((double)hi - (double)lo);
+            const zb::InterpParams tuned = zb::interp_tune(x.data(), s, eb, (double)hi - lo, 0, 0, zb::kEncRatio);
+            zb::InterpParams def = tuned;
+            zb::interp_set_alpha(def, eb, zb::interp_alpha(eb / ((double)hi - lo)));
+            const size_t t = coded_size(x, s, tuned, eb), d = coded_size(x, s, def, eb);
+            EXPECT_LE(t, d + d / 100) << dims.size() << "D rel " << rel << ": tuned alpha " << tuned.alpha
+                                      << " loses to the default " << def.alpha;
+            ++cases;
+            clear_wins += t < d - d / 20;
+            // The stream stores the tuned parameters.
+            zb_params p = interp_params(ZB_MODE_ABS, eb, ZB_ENC_RATIO);
+            const auto st = zbt::compress(x, dims, p);
+            ASSERT_EQ(st.status, ZB_OK);
+            const uint8_t *params =
+                st.bytes.data() + zb::kHeaderFixedBytes + 16 * zb::get_u16(st.bytes.data() + 14) + 8;
+            EXPECT_EQ(zb::get_f64(params + 16), tuned.alpha);
+            for (int l = 0; l <= zb::kInterpLevels; ++l) EXPECT_EQ(zb::get_f64(params + 24 + 8 * l), tuned.level_eb[l]);
+        }
+    EXPECT_GT(clear_wins, 0u) << "in " << cases << " cases the tuned alpha never won by 5 %";
 }
 
 TEST(Interp, RatioEncoderStreamsRecordRadius512) {

@@ -104,10 +104,23 @@ template <typename T> ZB_HD T dequantize_residual(double p, int32_t q, double tw
 // Eq. 2 of cusz-i.txt: alpha from the value-range-relative bound eps.
 double interp_alpha(double eps);
 
-// Tunes the cubic variant per dim and the dim order from samples of x (host; the GPU path gathers the same samples)
-// and derives alpha and the level bounds from eb and the finite value range.
+// Tunes the cubic variant per dim and the dim order from samples of x (host; the GPU path calls it on a host copy)
+// and derives alpha and the level bounds from eb and the finite value range (Eq. 2).
+// Then alpha is chosen for the stream's encoder by compressing a sample with each candidate (interp_tune_alpha).
 template <typename T>
-InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits);
+InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
+                         uint8_t encoder);
+
+// Sets alpha and the level bounds e_l = eb / alpha^l (computed by repeated division, l = 0 .. kInterpLevels).
+void interp_set_alpha(InterpParams &ip, double eb, double alpha);
+
+// Replaces ip's alpha by the candidate (Eq. 2's default first, then 1, 1.25, 1.5, 1.75, 2) whose compressed sample
+// (2^rank boxes around the quarter points of the dims, together about 1/32 of the array and at most 2^18 values,
+// one thread, the stream's encoder) is smallest.
+// Arrays under 16384 values keep the default. Host only; deterministic.
+template <typename T>
+void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, int has_fill, uint64_t fill_bits,
+                       InterpParams &ip);
 
 // Serialization of the parameters (little-endian, kInterpParamBytes) and its validating inverse.
 void interp_params_write(const InterpParams &p, uint8_t *dst);

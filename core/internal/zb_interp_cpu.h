@@ -11,7 +11,8 @@ namespace zb {
 // Marks a code whose value is in the escape list (anchors only: their integer Lorenzo deltas must be exact).
 constexpr int32_t kEscapedCode = INT32_MIN;
 
-// Predicts every value: codes[i] in (-radius, radius) (i in `order`) (0 for exceptions, kEscapedCode for escaped anchor deltas,
+// Predicts every value: codes[i] in (-radius, radius), i in `order` (0 for exceptions, kEscapedCode for escaped
+// anchor deltas,
 // whose values go to `escapes` in index order), exc[i] = 1 for exceptions. `recon` is scratch of n values.
 template <typename T>
 void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, InterpCodeOrder order, double eb,

@@ -126,7 +126,8 @@ struct Lattice {
 }  // namespace
 
 template <typename T>
-InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits) {
+InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
+                         uint8_t encoder) {
     using U = typename FloatBits<T>::U;
     InterpParams ip;
     int64_t d[3];
@@ -170,12 +171,8 @@ InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, in
     int order[3] = {0, 1, 2};
     std::stable_sort(order, order + 3, [&](int a, int b) { return smooth[a] > smooth[b]; });
     for (int k = 0; k < 3; ++k) ip.order[k] = (uint8_t)order[k];
-    ip.alpha = range > 0 ? interp_alpha(eb / range) : 2.0;
-    double e = eb;
-    for (int l = 0; l <= kInterpLevels; ++l) {
-        ip.level_eb[l] = e;
-        e /= ip.alpha;
-    }
+    interp_set_alpha(ip, eb, range > 0 ? interp_alpha(eb / range) : 2.0);
+    interp_tune_alpha(x, s, eb, encoder, has_fill, fill_bits, ip);
     return ip;
 }
 
@@ -350,7 +347,7 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
 }
 
 #define ZB_INTERP_INSTANTIATE(T)                                                                                     \
-    template InterpParams interp_tune<T>(const T *, const Shape &, double, double, int, uint64_t);                 \
+    template InterpParams interp_tune<T>(const T *, const Shape &, double, double, int, uint64_t, uint8_t);        \
     template void interp_encode_cpu<T>(const T *, const Shape &, const InterpParams &, InterpCodeOrder, double,      \
                                        int32_t, int, uint64_t, int32_t *, uint8_t *, T *, std::vector<int32_t> &,   \
                                        int);                                                                       \

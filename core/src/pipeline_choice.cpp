@@ -4,39 +4,10 @@
 #include <new>
 #include <vector>
 #include "zb_cpu.h"
+#include "zb_sample.h"
 
 namespace zb {
 namespace {
-
-// A centred sub-box of about `target` values (at least one full row along x, so 1D samples are contiguous).
-Shape sample_box(const Shape &s, uint64_t target, uint64_t start[3]) {
-    Shape b = s;
-    const double side = std::pow((double)target, 1.0 / s.rank);
-    b.n = 1;
-    for (int k = 0; k < s.rank; ++k) {
-        uint64_t len = (uint64_t)std::max(1.0, std::floor(side));
-        if (k == s.rank - 1) len = std::max<uint64_t>(len, std::min<uint64_t>(s.dims[k], 64));
-        len = std::min(len, s.dims[k]);
-        b.dims[k] = len;
-        start[k] = (s.dims[k] - len) / 2;
-        b.n *= len;
-    }
-    for (int k = s.rank; k < 3; ++k) start[k] = 0;
-    return b;
-}
-
-template <typename T> std::vector<T> gather(const T *x, const Shape &s, const Shape &b, const uint64_t start[3]) {
-    std::vector<T> out((size_t)b.n);
-    const uint64_t bz = b.rank >= 3 ? b.dims[0] : 1, by = b.rank >= 2 ? b.dims[b.rank - 2] : 1, bx = b.dims[b.rank - 1];
-    const uint64_t sz = start[0], sy = b.rank >= 2 ? start[b.rank - 2] : 0, sx = start[b.rank - 1];
-    const uint64_t ny = s.ny(), nx = s.nx();
-    size_t o = 0;
-    for (uint64_t z = 0; z < bz; ++z)
-        for (uint64_t y = 0; y < by; ++y)
-            for (uint64_t xx = 0; xx < bx; ++xx)
-                out[o++] = x[((z + (b.rank >= 3 ? sz : 0)) * ny + y + sy) * nx + xx + sx];
-    return out;
-}
 
 template <typename T>
 void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt, uint8_t &pred, uint8_t &enc) {

@@ -118,7 +118,8 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     put_u32(params.data(), (uint32_t)radius);
     if (predictor == kPredInterp) {
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
-        const InterpParams ip = interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits);
+        const InterpParams ip =
+            interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
