@@ -66,21 +66,11 @@ template <typename T>
 void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, int has_fill, uint64_t fill_bits,
                        InterpParams &ip) {
     if (s.n < kMinValuesToTune || !(eb > 0)) return;
-    // 2^rank boxes centred at the quarter and three-quarter points of every dim: one central box misjudged fields
-    // whose middle differs from the rest (a body in the middle of a CFD grid).
-    const int nbox = 1 << s.rank;
-    const uint64_t target = std::min<uint64_t>(std::max<uint64_t>(s.n / 32, 32768), 1u << 18) / (uint64_t)nbox;
-    uint64_t centre_start[3];
-    const Shape b = sample_box(s, std::max<uint64_t>(target, 1024), centre_start);
+    // Boxes around the quarter points (zb_sample.h): one central box misjudged the NASA CFD fields.
+    Shape b;
     std::vector<std::vector<T>> samples;
-    for (int m = 0; m < nbox; ++m) {
-        uint64_t start[3] = {0, 0, 0};
-        for (int k = 0; k < s.rank; ++k) {
-            const uint64_t q = ((m >> k) & 1) ? 3 * s.dims[k] / 4 : s.dims[k] / 4;   // box centre
-            start[k] = std::min(q > b.dims[k] / 2 ? q - b.dims[k] / 2 : 0, s.dims[k] - b.dims[k]);
-        }
-        samples.push_back(gather(x, s, b, start));
-    }
+    for (const auto &start : quarter_boxes(s, std::min<uint64_t>(std::max<uint64_t>(s.n / 32, 32768), 1u << 18), b))
+        samples.push_back(gather(x, s, b, start.data()));
     auto cost_of = [&](const InterpParams &cand) {
         uint64_t total = 0;
         for (const std::vector<T> &v : samples) {

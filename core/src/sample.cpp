@@ -21,4 +21,18 @@ Shape sample_box(const Shape &s, uint64_t target, uint64_t start[3]) {
     return b;
 }
 
+std::vector<std::array<uint64_t, 3>> quarter_boxes(const Shape &s, uint64_t target, Shape &box) {
+    const int nbox = 1 << s.rank;
+    uint64_t centre_start[3];
+    box = sample_box(s, std::max<uint64_t>(target / (uint64_t)nbox, 1), centre_start);
+    std::vector<std::array<uint64_t, 3>> starts((size_t)nbox, std::array<uint64_t, 3>{0, 0, 0});
+    for (int m = 0; m < nbox; ++m)
+        for (int k = 0; k < s.rank; ++k) {
+            const uint64_t q = ((m >> k) & 1) ? 3 * s.dims[k] / 4 : s.dims[k] / 4;   // the box's centre
+            const uint64_t lo = q > box.dims[k] / 2 ? q - box.dims[k] / 2 : 0;
+            starts[(size_t)m][(size_t)k] = std::min(lo, s.dims[k] - box.dims[k]);
+        }
+    return starts;
+}
+
 }  // namespace zb
