@@ -115,7 +115,7 @@ InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, in
 void interp_set_alpha(InterpParams &ip, double eb, double alpha);
 
 // Replaces ip's alpha by the candidate (Eq. 2's default first, then 1, 1.25, 1.5, 1.75, 2) whose compressed sample
-// (2^rank boxes around the quarter points of the dims, together about 1/32 of the array and at most 2^18 values,
+// (2^rank boxes around the quarter points of the dims, together about 1/64 of the array, 2^15 .. 2^16 values,
 // one thread, the stream's encoder) is smallest.
 // Arrays under 16384 values keep the default. Host only; deterministic.
 template <typename T>

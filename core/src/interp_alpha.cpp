@@ -69,7 +69,7 @@ void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, i
     // Boxes around the quarter points (zb_sample.h): one central box misjudged the NASA CFD fields.
     Shape b;
     std::vector<std::vector<T>> samples;
-    for (const auto &start : quarter_boxes(s, std::min<uint64_t>(std::max<uint64_t>(s.n / 32, 32768), 1u << 18), b))
+    for (const auto &start : quarter_boxes(s, std::min<uint64_t>(std::max<uint64_t>(s.n / 64, 32768), 1u << 16), b))
         samples.push_back(gather(x, s, b, start.data()));
     auto cost_of = [&](const InterpParams &cand) {
         uint64_t total = 0;
