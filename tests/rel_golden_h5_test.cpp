@@ -224,7 +224,7 @@ TEST_P(GoldenH5, ReadsToTheArchivedArrayWithinTheOriginalBound) {
         orig.dtype = c.f64 ? ZB_F64 : ZB_F32;
         orig.dims.assign(c.count.begin(), c.count.end());
         orig.data = source_bytes(c);
-        ASSERT_EQ(orig.data.size(), got.size());
+        ASSERT_EQ(orig.data.size(), got.size()) << "cannot read the source field " << c.source << " (ZBOUND_SHARED_DATA)";
         if (c.fill) {
             orig.params.has_fill = 1;
             orig.params.fill_bits = zbt::bits(kFill32);
@@ -262,6 +262,9 @@ TEST_P(GoldenH5, RelChunksEachWithinTheirOwnBound) {
         const hid_t d = H5Dopen2(f, c.name, H5P_DEFAULT);
         const auto chunks = raw_chunks(d);
         const std::vector<uint8_t> got = read_all(d, c), src = source_bytes(c);
+        ASSERT_FALSE(got.empty());
+        ASSERT_EQ(src.size(), got.size()) << "cannot read the source field " << c.source << " (ZBOUND_SHARED_DATA)";
+        ASSERT_FALSE(chunks.empty());
         const size_t rank = c.count.size(), es = c.f64 ? 8 : 4;
         std::vector<hsize_t> off(rank, 0);
         size_t k = 0, checked = 0;
