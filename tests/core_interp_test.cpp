@@ -1,6 +1,7 @@
 // The interp predictor (format v2) on the CPU: round trips over shape classes and dtypes with the bound on every
 // value, special values exact, bytes independent of the thread count, v2 header fields, corruption.
 #include <gtest/gtest.h>
+#include <limits>
 #include <random>
 #include "test_util.h"
 #include "zb_bytes.h"
@@ -207,6 +208,30 @@ TEST(Interp, TunedAlphaBeatsTheDefaultOnWholeArrays) {
             for (int l = 0; l <= zb::kInterpLevels; ++l) EXPECT_EQ(zb::get_f64(params + 24 + 8 * l), tuned.level_eb[l]);
         }
     EXPECT_GT(clear_wins, 0u) << "in " << cases << " cases the tuned alpha never won by 5 %";
+}
+
+// A land mask of NaN: a spline that reads a NaN neighbour is not finite, and the prediction falls back to a finite
+// neighbour (zb_interp.h finite_prediction), so only the NaN themselves are exceptions, not every value on a coast.
+TEST(Interp, NaNNeighboursDoNotMakeExceptions) {
+    for (zb_encoder enc : {ZB_ENC_FAST, ZB_ENC_RATIO}) {
+        Dims dims{200, 300};
+        auto data = zbt::smooth_field<float>(dims, 0.01, 12);
+        size_t nans = 0;
+        for (size_t i = 0; i < data.size(); ++i) {
+            const size_t y = i / 300, x = i % 300;
+            const bool land = (x - 150) * (x - 150) + (y - 100) * (y - 100) < 60 * 60 || (x % 97 == 5 && y % 41 < 30);
+            if (land) data[i] = std::numeric_limits<float>::quiet_NaN(), ++nans;
+        }
+        const auto s = zbt::compress(data, dims, interp_params(ZB_MODE_REL, 1e-3, enc));
+        ASSERT_EQ(s.status, ZB_OK);
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+        EXPECT_EQ(info.predictor, ZB_PRED_INTERP);
+        EXPECT_EQ(info.exceptions, nans) << "values next to NaN became exceptions";
+        std::vector<float> out(data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+        EXPECT_EQ(zbt::count_violations(data, out, zbt::abs_bound_of(s.bytes)), 0u);
+    }
 }
 
 TEST(Interp, RatioEncoderStreamsRecordRadius512) {

@@ -56,18 +56,31 @@ ZB_HD double spline_quad_right(double b, double c, double d) {  // (3b + 6c - d)
 }
 ZB_HD double spline_linear(double b, double c) { return mul_rn(add_rn(b, c), 0.5); }
 
+// A neighbour may be an exception stored exactly (NaN, Inf), and then the spline is not finite: the prediction
+// falls back to the neighbour at c-s, else the one at c+s, else 0, whichever is finite first, so that a special
+// value does not turn its neighbours into exceptions too (land masks: NaN next to every coast). Streams written
+// without this rule decode the same: a point whose spline was not finite was an exception, never predicted.
+ZB_HD double finite_prediction(double p, double left, double right) {
+    if (is_finite_value(p)) return p;
+    if (is_finite_value(left)) return left;
+    return is_finite_value(right) ? right : 0.0;
+}
+
 // Prediction of the value at coordinate c along one dim of length len, interpolating at stride s from the
 // reconstructed values at c-3s, c-s, c+s, c+3s (fetch(k) returns the value at coordinate k as a double). c-s always
 // exists (c >= s). Cubic with 4 neighbours, quadratic with 3, linear with 2, the left neighbour alone with 1.
 template <typename Fetch>
 ZB_HD double interp_predict(int64_t c, int64_t s, int64_t len, bool natural, Fetch fetch) {
-    switch (spline_case(c, s, len)) {
-        case SplineCase::kLeftOnly: return fetch(c - s);
+    const SplineCase k = spline_case(c, s, len);
+    const double b = fetch(c - s);
+    if (k == SplineCase::kLeftOnly) return finite_prediction(b, b, b);
+    const double cc = fetch(c + s);
+    switch (k) {
         case SplineCase::kCubic:
-            return spline_cubic(natural, fetch(c - 3 * s), fetch(c - s), fetch(c + s), fetch(c + 3 * s));
-        case SplineCase::kQuadLeft: return spline_quad_left(fetch(c - 3 * s), fetch(c - s), fetch(c + s));
-        case SplineCase::kQuadRight: return spline_quad_right(fetch(c - s), fetch(c + s), fetch(c + 3 * s));
-        default: return spline_linear(fetch(c - s), fetch(c + s));
+            return finite_prediction(spline_cubic(natural, fetch(c - 3 * s), b, cc, fetch(c + 3 * s)), b, cc);
+        case SplineCase::kQuadLeft: return finite_prediction(spline_quad_left(fetch(c - 3 * s), b, cc), b, cc);
+        case SplineCase::kQuadRight: return finite_prediction(spline_quad_right(b, cc, fetch(c + 3 * s)), b, cc);
+        default: return finite_prediction(spline_linear(b, cc), b, cc);
     }
 }
 

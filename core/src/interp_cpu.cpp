@@ -76,31 +76,36 @@ void for_each_prediction(const Pass &p, const int64_t d[3], int64_t s, bool natu
             case SplineCase::kLeftOnly:
                 for (int64_t ix = 0; ix < nxp; ++ix) {
                     const int64_t x = x0 + ix * dx;
-                    f(row0 + x, k0 + ix, at(x, -o1));
+                    const double b = at(x, -o1);
+                    f(row0 + x, k0 + ix, finite_prediction(b, b, b));
                 }
                 break;
             case SplineCase::kCubic:
                 for (int64_t ix = 0; ix < nxp; ++ix) {
                     const int64_t x = x0 + ix * dx;
-                    f(row0 + x, k0 + ix, spline_cubic(natural, at(x, -o3), at(x, -o1), at(x, o1), at(x, o3)));
+                    const double b = at(x, -o1), c = at(x, o1);
+                    f(row0 + x, k0 + ix, finite_prediction(spline_cubic(natural, at(x, -o3), b, c, at(x, o3)), b, c));
                 }
                 break;
             case SplineCase::kQuadLeft:
                 for (int64_t ix = 0; ix < nxp; ++ix) {
                     const int64_t x = x0 + ix * dx;
-                    f(row0 + x, k0 + ix, spline_quad_left(at(x, -o3), at(x, -o1), at(x, o1)));
+                    const double b = at(x, -o1), c = at(x, o1);
+                    f(row0 + x, k0 + ix, finite_prediction(spline_quad_left(at(x, -o3), b, c), b, c));
                 }
                 break;
             case SplineCase::kQuadRight:
                 for (int64_t ix = 0; ix < nxp; ++ix) {
                     const int64_t x = x0 + ix * dx;
-                    f(row0 + x, k0 + ix, spline_quad_right(at(x, -o1), at(x, o1), at(x, o3)));
+                    const double b = at(x, -o1), c = at(x, o1);
+                    f(row0 + x, k0 + ix, finite_prediction(spline_quad_right(b, c, at(x, o3)), b, c));
                 }
                 break;
             default:
                 for (int64_t ix = 0; ix < nxp; ++ix) {
                     const int64_t x = x0 + ix * dx;
-                    f(row0 + x, k0 + ix, spline_linear(at(x, -o1), at(x, o1)));
+                    const double b = at(x, -o1), c = at(x, o1);
+                    f(row0 + x, k0 + ix, finite_prediction(spline_linear(b, c), b, c));
                 }
         }
     }
