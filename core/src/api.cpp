@@ -10,9 +10,9 @@
 #include <set>
 #include <string>
 #include "zb_cpu.h"
-#include "zb_ratio.h"
 #include "zb_format.h"
 #include "zb_gpu_ops.h"
+#include "zb_ratio.h"
 #include "zbound.h"
 
 namespace {
@@ -271,9 +271,8 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
                                                           std::to_string(out_bytes));
         bool required = false;
         const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-        const bool gpu_decodes = h.version == zb::kFormatVersionV1 ||
-                                 (gpu_runs(h.predictor, h.encoder) && !(h.flags & zb::kFlagRaw));
-        if (gpu && !gpu_decodes) {
+        // Raw passthrough is always version 1 (read_header rejects the flag in any other), and the GPU decodes v1.
+        if (gpu && h.version != zb::kFormatVersionV1 && !gpu_runs(h.predictor, h.encoder)) {
             const char *why = kLorenzoRatioCpuOnly;
             if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
             log_once(why);

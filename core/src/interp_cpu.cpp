@@ -64,49 +64,50 @@ void for_each_prediction(const Pass &p, const int64_t d[3], int64_t s, bool natu
         const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
         const int64_t row0 = lin(d, z, y, 0), k0 = r * nxp;
         const T *v = rec + row0;   // v[x]: the row's values
-        if (p.dim == 2) {
+        // The row's points, each with predict(x) (a lambda per spline case, so each loop is specialized).
+        auto each_point = [&](auto predict) {
             for (int64_t ix = 0; ix < nxp; ++ix) {
                 const int64_t x = x0 + ix * dx;
-                f(row0 + x, k0 + ix, interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; }));
+                f(row0 + x, k0 + ix, predict(x));
             }
+        };
+        if (p.dim == 2) {
+            each_point([&](int64_t x) {
+                return interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; });
+            });
             continue;
         }
         auto at = [&](int64_t x, int64_t off) { return (double)v[x + off]; };
         switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
             case SplineCase::kLeftOnly:
-                for (int64_t ix = 0; ix < nxp; ++ix) {
-                    const int64_t x = x0 + ix * dx;
+                each_point([&](int64_t x) {
                     const double b = at(x, -o1);
-                    f(row0 + x, k0 + ix, finite_prediction(b, b, b));
-                }
+                    return finite_prediction(b, b, b);
+                });
                 break;
             case SplineCase::kCubic:
-                for (int64_t ix = 0; ix < nxp; ++ix) {
-                    const int64_t x = x0 + ix * dx;
+                each_point([&](int64_t x) {
                     const double b = at(x, -o1), c = at(x, o1);
-                    f(row0 + x, k0 + ix, finite_prediction(spline_cubic(natural, at(x, -o3), b, c, at(x, o3)), b, c));
-                }
+                    return finite_prediction(spline_cubic(natural, at(x, -o3), b, c, at(x, o3)), b, c);
+                });
                 break;
             case SplineCase::kQuadLeft:
-                for (int64_t ix = 0; ix < nxp; ++ix) {
-                    const int64_t x = x0 + ix * dx;
+                each_point([&](int64_t x) {
                     const double b = at(x, -o1), c = at(x, o1);
-                    f(row0 + x, k0 + ix, finite_prediction(spline_quad_left(at(x, -o3), b, c), b, c));
-                }
+                    return finite_prediction(spline_quad_left(at(x, -o3), b, c), b, c);
+                });
                 break;
             case SplineCase::kQuadRight:
-                for (int64_t ix = 0; ix < nxp; ++ix) {
-                    const int64_t x = x0 + ix * dx;
+                each_point([&](int64_t x) {
                     const double b = at(x, -o1), c = at(x, o1);
-                    f(row0 + x, k0 + ix, finite_prediction(spline_quad_right(b, c, at(x, o3)), b, c));
-                }
+                    return finite_prediction(spline_quad_right(b, c, at(x, o3)), b, c);
+                });
                 break;
             default:
-                for (int64_t ix = 0; ix < nxp; ++ix) {
-                    const int64_t x = x0 + ix * dx;
+                each_point([&](int64_t x) {
                     const double b = at(x, -o1), c = at(x, o1);
-                    f(row0 + x, k0 + ix, finite_prediction(spline_linear(b, c), b, c));
-                }
+                    return finite_prediction(spline_linear(b, c), b, c);
+                });
         }
     }
 }
