@@ -125,15 +125,27 @@ inline RefResult reference_decode(const std::vector<std::string> &seg, uint64_t 
     if (seg.size() != 4) return bad("segment count");
     const uint8_t *cbk = reinterpret_cast<const uint8_t *>(seg[0].data());
     if (seg[0].size() < 19) return bad("codebook size");
-    const int lg = cbk[0];
+    const bool runs = (cbk[0] & 0x80) != 0;  // run tokens (format v4): 23 more symbols A .. A + 22
+    const int lg = cbk[0] & 0x7F;
     const uint64_t total = le(cbk + 1, 8);
     const uint32_t m = (uint32_t)le(cbk + 9, 4), lo = (uint32_t)le(cbk + 13, 2), hi = (uint32_t)le(cbk + 15, 2);
     r.s0 = (uint32_t)le(cbk + 17, 2);
-    const uint32_t span = hi - lo + 1;
+    const uint32_t span = m ? hi - lo + 1 : 0;
     const bool has_bitmap = m < span;
     const size_t bm = has_bitmap ? (span + 7) / 8 : 0;
-    if (seg[0].size() != 19 + bm + (m + 1) / 2) return bad("codebook length");
-    r.len.assign(A, 0);
+    const size_t main_bytes = 19 + bm + (m + 1) / 2;
+    const uint32_t AT = runs ? A + 23 : A;  // codes for symbols and tokens
+    uint32_t z = 0, mask = 0, ntok = 0;
+    if (runs) {
+        if (seg[0].size() < main_bytes + 6) return bad("codebook length");
+        z = (uint32_t)le(cbk + main_bytes, 2);
+        mask = (uint32_t)le(cbk + main_bytes + 2, 4);
+        for (int t = 0; t < 23; ++t) ntok += (mask >> t) & 1;
+        if (seg[0].size() != main_bytes + 6 + (ntok + 1) / 2) return bad("codebook length");
+    } else if (seg[0].size() != main_bytes) {
+        return bad("codebook length");
+    }
+    r.len.assign(AT, 0);
     uint32_t k = 0;
     for (uint32_t i = 0; i < span; ++i) {
         if (has_bitmap && !((cbk[19 + i / 8] >> (i % 8)) & 1)) continue;
@@ -142,16 +154,22 @@ inline RefResult reference_decode(const std::vector<std::string> &seg, uint64_t 
         ++k;
     }
     if (k != m) return bad("bitmap count");
-    // Canonical codes: order by (length, (s - s0) mod A); code 0 first; next = (code + 1) << (length increase).
+    for (uint32_t t = 0, q = 0; t < 23; ++t)
+        if ((mask >> t) & 1) {
+            const uint8_t b = cbk[main_bytes + 6 + q / 2];
+            r.len[A + t] = ((q % 2 ? b >> 4 : b) & 15) + 1;
+            ++q;
+        }
+    // Canonical codes: order by (length, (s - s0) mod AT); code 0 first; next = (code + 1) << (length increase).
     std::vector<std::pair<int, uint32_t>> order;
-    for (uint32_t s = 0; s < A; ++s)
-        if (r.len[s]) order.push_back({r.len[s], (s + A - r.s0) % A});
+    for (uint32_t s = 0; s < AT; ++s)
+        if (r.len[s]) order.push_back({r.len[s], (s + AT - r.s0) % AT});
     std::sort(order.begin(), order.end());
-    std::map<std::pair<int, uint32_t>, uint16_t> table;  // (length, code) -> symbol
+    std::map<std::pair<int, uint32_t>, uint32_t> table;  // (length, code) -> symbol or token
     uint32_t code = 0;
     for (size_t i = 0; i < order.size(); ++i) {
         if (i) code = (code + 1) << (order[i].first - order[i - 1].first);
-        table[{order[i].first, code}] = (uint16_t)((order[i].second + r.s0) % A);
+        table[{order[i].first, code}] = (order[i].second + r.s0) % AT;
     }
     // Sparse pass: flag bit i (LSB first) says block i of 16 bytes is stored.
     const uint64_t bytes = (total + 7) / 8, nblocks = (bytes + 15) / 16;
@@ -176,8 +194,8 @@ inline RefResult reference_decode(const std::vector<std::string> &seg, uint64_t 
         const uint64_t p = j / 32, rr = j % 32, bp = std::min<uint64_t>(32, B - 32 * p);
         if (rr == 0 && le(meta + 8 * p, 8) != pos) return bad("partition offset");
         const uint64_t start = pos, cnt = std::min(S, n - j * S);
-        for (uint64_t i = 0; i < cnt; ++i) {
-            uint32_t c = 0;
+        for (uint64_t i = 0; i < cnt;) {
+            uint32_t c = 0, v = 0;
             int l = 0;
             for (;;) {
                 if (pos >= total || l >= 16) return bad("bitstream");
@@ -185,12 +203,31 @@ inline RefResult reference_decode(const std::vector<std::string> &seg, uint64_t 
                 ++l;
                 auto it = table.find({l, c});
                 if (it != table.end()) {
-                    r.symbols[j * S + i] = it->second;
+                    v = it->second;
                     break;
                 }
             }
+            if (v < A) {
+                r.symbols[j * S + i++] = (uint16_t)v;
+                continue;
+            }
+            // Token A + t: L = t + 2 for t < 14; else k = t - 10 extra bits give L = 2^k + extra.
+            const uint32_t t = v - A;
+            uint64_t L = t + 2;
+            if (t >= 14) {
+                const int xb = (int)t - 10;
+                uint64_t extra = 0;
+                for (int q = 0; q < xb; ++q) {
+                    if (pos >= total) return bad("bitstream");
+                    extra = extra << 1 | bit(pos++);
+                }
+                L = (1ull << xb) + extra;
+            }
+            if (i + L > cnt) return bad("run past the sub-block");
+            for (uint64_t q = 0; q < L; ++q) r.symbols[j * S + i++] = (uint16_t)z;
         }
-        if (rr + 1 < bp && le(meta + 8 * P + 2 * (31 * p + rr), 2) != pos - start - cnt) return bad("length");
+        const uint64_t floor_bits = runs ? 1 : cnt;
+        if (rr + 1 < bp && le(meta + 8 * P + 2 * (31 * p + rr), 2) != pos - start - floor_bits) return bad("length");
     }
     if (pos != total) return bad("total bits");
     for (uint64_t i = total; i < nblocks * 128; ++i)

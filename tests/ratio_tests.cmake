@@ -1,7 +1,7 @@
 # Ratio encoder stage (core/src/ratio_cpu.cpp, cuda/ratio_gpu.cu): CPU tests against a plain reference decoder,
 # edge cases and corruption; GPU byte parity and decoding (skipped with "no GPU: ..." where no GPU can be used).
 # ratio_bench: throughput of both backends (not a test; see bench/NOTES.md "Ratio encoder").
-set(_ratio_test_sources ratio_cpu_test.cpp ratio_gpu_test.cpp)
+set(_ratio_test_sources ratio_cpu_test.cpp ratio_runs_test.cpp ratio_gpu_test.cpp)
 add_executable(ratio_tests ${_ratio_test_sources})
 target_link_libraries(ratio_tests PRIVATE zbound_static GTest::gtest_main)
 target_include_directories(ratio_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -10,11 +10,14 @@
 namespace zb {
 
 constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
-constexpr uint16_t kFormatVersion = 3;     // newest version this library reads and writes
+constexpr uint16_t kFormatVersion = 4;     // newest version this library reads and writes
 constexpr uint16_t kFormatVersionV1 = 1;   // Lorenzo + fast encoder streams are still written as v1 (byte-stable)
 constexpr uint16_t kFormatVersionV2 = 2;   // Lorenzo + ratio; interp streams with codes in index order (read only)
 // Version 3 = the version 2 layout with the interp predictor's codes in pass order (docs/FORMAT.md section 10).
 constexpr uint16_t kFormatVersionV3 = 3;
+// Version 4 = version 2 (Lorenzo) or 3 (interp) where the ratio encoder's bitstream has run tokens (section 9);
+// a writer uses it only for streams that have them.
+constexpr uint16_t kFormatVersionV4 = 4;
 constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
 constexpr int kMaxSegments = 16;  // v2 with the ratio encoder uses up to 1 + 4 + 1 + 5
 
@@ -24,7 +27,8 @@ enum StoredEncoder : uint8_t { kEncRaw = 0, kEncFast = 1, kEncRatio = 2 };
 
 // The version a writer uses for a pipeline of the v2 layout: interp codes in pass order need version 3; Lorenzo +
 // ratio stays version 2 (writers use the lowest version that can express a stream).
-inline uint16_t v2_layout_version(uint8_t predictor) {
+inline uint16_t v2_layout_version(uint8_t predictor, bool run_tokens = false) {
+    if (run_tokens) return kFormatVersionV4;
     return predictor == kPredInterp ? kFormatVersionV3 : kFormatVersionV2;
 }
 

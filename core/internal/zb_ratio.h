@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 #include "zb_format.h"  // ByteSpan, div_up, kBlockBytes, sparse_flag_bytes
+#include "zb_hd.h"
 #include "zbound.h"
 
 namespace zb {
@@ -25,6 +26,39 @@ constexpr uint64_t kRatioPartition = 32;     // sub-blocks per metadata partitio
 constexpr uint32_t kRatioMaxAlphabet = 65536;
 constexpr uint64_t kRatioCodebookFixedBytes = 19;
 
+// Run tokens (format v4, docs/FORMAT.md section 9): inside a sub-block, a maximal run of L >= 2 copies of the run
+// symbol z is one token of the extended alphabet [A, A + kRatioRunTokens):
+//   L = 2 .. 15        token A + (L - 2), no extra bits
+//   L = 16 .. 4096     token A + 14 + (k - 4) with k = floor(log2 L), followed by the k low bits of L (MSB first)
+// Huffman codes the zero-heavy codes of a tight predictor at well under one bit per symbol this way.
+constexpr uint32_t kRatioRunExactMax = 15;
+constexpr int kRatioRunMinClass = 4, kRatioRunMaxClass = kRatioMaxSubBlockLog2;
+constexpr uint32_t kRatioRunTokens = (kRatioRunExactMax - 1) + (kRatioRunMaxClass - kRatioRunMinClass + 1);  // 23
+constexpr uint32_t kRatioRunMaxAlphabet = kRatioMaxAlphabet - kRatioRunTokens;  // runs need A + 23 <= 65536
+constexpr uint8_t kRatioRunFlag = 0x80;      // codebook byte 0: g | this flag when the stream has run tokens
+constexpr uint32_t kRatioNoRunSymbol = 0x10000;  // a "run symbol" no u16 symbol equals: tokenizing is the identity
+
+// The token of a run of L (2 <= L <= 4096) copies: its offset above A and its extra bits.
+struct RatioRunToken {
+    uint32_t offset;
+    int extra_bits;
+    uint32_t extra;
+};
+ZB_HD RatioRunToken ratio_run_token(uint32_t L) {
+    if (L <= kRatioRunExactMax) return {L - 2, 0, 0};
+    int k = 31;
+    while (!((L >> k) & 1)) --k;
+    return {(kRatioRunExactMax - 1) + (uint32_t)(k - kRatioRunMinClass), k, L - (1u << k)};
+}
+// Extra bits after token A + offset (0 for the exact tokens).
+ZB_HD int ratio_run_extra_bits(uint32_t offset) {
+    return offset < kRatioRunExactMax - 1 ? 0 : (int)(offset - (kRatioRunExactMax - 1)) + kRatioRunMinClass;
+}
+// The run length of token A + offset with its extra bits.
+ZB_HD uint32_t ratio_run_length(uint32_t offset, uint32_t extra) {
+    return offset < kRatioRunExactMax - 1 ? offset + 2 : (1u << ratio_run_extra_bits(offset)) + extra;
+}
+
 // ---- the stage ---------------------------------------------------------------------------------------------------
 
 struct RatioStats {
@@ -33,14 +67,19 @@ struct RatioStats {
     uint64_t codebook_bytes = 0;  // segment 0
     double overhead_f = 0;        // metadata_bytes / payload_bytes (0 when the payload is empty)
     uint64_t huffman_bytes = 0;   // the Huffman bitstream before the sparse pass, ceil(total_bits / 8)
-    uint32_t used_symbols = 0;    // symbols with a code
+    uint32_t used_symbols = 0;    // symbols with a code (run tokens included)
     int max_code_length = 0;      // longest code in use
+    bool run_tokens = false;      // the stream codes runs of the run symbol as tokens (needs format v4)
 };
 
 // Test and benchmark knobs of the encoder. Streams of the format are written with the defaults; the sub-block size
 // is a stream field (decoders accept 2^10 .. 2^12), so other values give valid streams too.
 struct RatioOptions {
     int sub_block_log2 = kRatioSubBlockLog2;
+    // The symbol whose runs may become run tokens (< alphabet <= kRatioRunMaxAlphabet), or kRatioNoRunSymbol. The
+    // encoder uses the tokens when they make the Huffman bitstream shorter (computed exactly from the histograms,
+    // the plain stream on ties); RatioStats::run_tokens says which it wrote.
+    uint32_t run_symbol = kRatioNoRunSymbol;
 };
 
 // Encodes symbols[0..n) (each < alphabet, 2 <= alphabet <= 65536, n >= 1) into kRatioSegmentCount byte strings,
@@ -52,8 +91,9 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
 
 // Decodes kRatioSegmentCount segments into symbols[0..n). Validates everything: inconsistent input gives
 // ZB_ERR_CORRUPT with a message and never reads outside the segments. `symbols` may be partly written on error.
+// allow_runs: the enclosing stream's version has run tokens (v4); a codebook with the run flag is refused otherwise.
 zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
-                           std::string &msg);
+                           std::string &msg, bool allow_runs = true);
 
 // ---- host-side pieces shared with the CUDA backend ---------------------------------------------------------------
 
@@ -75,8 +115,13 @@ inline uint64_t ratio_metadata_bytes(uint64_t n, int sub_block_log2) {
 int ratio_code_lengths(const uint64_t *hist, uint32_t alphabet, int max_len, uint8_t *len);
 
 // The codebook of one stream: what segment 0 holds, and the canonical codes derived from it.
+// With run tokens, `alphabet` is the extended alphabet A + kRatioRunTokens (symbols = A): tokens have codes like
+// symbols.
 struct RatioCodebook {
-    uint32_t alphabet = 0;
+    uint32_t alphabet = 0;             // code table size: symbols, plus kRatioRunTokens with runs
+    uint32_t symbols = 0;              // A, the alphabet of the symbols themselves
+    bool runs = false;
+    uint32_t run_symbol = kRatioNoRunSymbol;  // z (with runs)
     int sub_block_log2 = kRatioSubBlockLog2;
     uint64_t total_bits = 0;           // length of the Huffman bitstream
     uint32_t s0 = 0;                   // the symbol with the all-zero code
@@ -94,8 +139,19 @@ struct RatioCodebook {
 void ratio_assign_codes(RatioCodebook &cb);
 // Serializes segment 0.
 std::string ratio_write_codebook(const RatioCodebook &cb);
-// Parses and validates segment 0 (field ranges, bitmap, Kraft equality, s0) and assigns the codes.
-zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb, std::string &msg);
+// Parses and validates segment 0 (field ranges, bitmap, Kraft equality, s0) and assigns the codes. alphabet is A;
+// allow_runs as for ratio_decode_cpu.
+zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb, std::string &msg,
+                              bool allow_runs = true);
+// Segment 1 stores a sub-block's bit length len minus this floor (c symbols): c without run tokens (every code has
+// at least one bit), 1 with them (a run token stands for up to 4096 symbols).
+inline uint64_t ratio_length_floor(bool runs, uint64_t c) { return runs ? 1 : c; }
+
+// The encoder's choice from the token histogram `ht` (A + kRatioRunTokens counts over all sub-blocks; n symbols;
+// run symbol z < A): fills cb (lengths, codes, s0, runs, alphabet, total_bits) for whichever stream is shorter.
+// With runs off the counts of the plain symbols are recovered from ht (z's count is n minus the others).
+void ratio_choose_codebook(const uint64_t *ht, uint64_t n, uint32_t A, uint32_t z, int sub_block_log2,
+                           RatioCodebook &cb);
 // Checks the segment lengths of a stream of n symbols against its codebook (segment 0 already read).
 zb_status ratio_check_lengths(const ByteSpan *segments, uint64_t n, const RatioCodebook &cb, std::string &msg);
 

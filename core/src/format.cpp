@@ -179,6 +179,9 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
         // Version 3 differs from 2 only in the interp code order: a Lorenzo stream is always version 2.
         if (h.version == kFormatVersionV3 && h.predictor != kPredInterp)
             return fail(msg, ZB_ERR_CORRUPT, "a version 3 stream must use the interp predictor");
+        // Version 4 adds run tokens to the ratio encoder only.
+        if (h.version == kFormatVersionV4 && h.encoder != kEncRatio)
+            return fail(msg, ZB_ERR_CORRUPT, "a version 4 stream must use the ratio encoder");
         const int enc = v2_encoder_segments(h.encoder);
         if (nseg != 1 + enc + 1 + 5) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for a v2 stream");
         if (!counts_plausible(h)) return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");

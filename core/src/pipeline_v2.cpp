@@ -144,7 +144,11 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t i = 0; i < (int64_t)n; ++i)
             c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
-        if (zb_status st = ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, nt, enc_segs, nullptr, msg)) return st;
+        RatioOptions ro;
+        ro.run_symbol = (uint32_t)radius;  // code 0
+        RatioStats rs;
+        if (zb_status st = ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, nt, enc_segs, &rs, msg, ro)) return st;
+        h.version = v2_layout_version(predictor, rs.run_tokens);
     }
 
     ExceptionStreams<T> ex;
@@ -204,7 +208,8 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
-        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg)) return st;
+        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
+            return st;
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t i = 0; i < (int64_t)n; ++i) codes[i] = c16[i] == 0 ? kEscapedCode : (int32_t)c16[i] - radius;
     }

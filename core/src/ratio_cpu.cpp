@@ -145,19 +145,28 @@ void ratio_assign_codes(RatioCodebook &cb) {
 }
 
 std::string ratio_write_codebook(const RatioCodebook &cb) {
-    uint32_t lo = 0, hi = 0;
-    bool any = false;
-    for (uint32_t s = 0; s < cb.alphabet; ++s)
+    // Main part: the symbols below A (with runs possibly none: then m = lo = hi = 0).
+    const uint32_t A = cb.runs ? cb.symbols : cb.alphabet;
+    uint32_t lo = 0, hi = 0, m = 0;
+    for (uint32_t s = 0; s < A; ++s)
         if (cb.len[s]) {
-            if (!any) lo = s;
+            if (!m) lo = s;
             hi = s;
-            any = true;
+            ++m;
         }
-    const uint32_t span = hi - lo + 1, m = cb.used;
+    const uint32_t span = m ? hi - lo + 1 : 0;
     const uint64_t bitmap = m < span ? div_up(span, 8) : 0;
-    std::string out((size_t)(kRatioCodebookFixedBytes + bitmap + div_up(m, 2)), '\0');
+    uint32_t token_mask = 0, tokens = 0;
+    if (cb.runs)
+        for (uint32_t t = 0; t < kRatioRunTokens; ++t)
+            if (cb.len[A + t]) {
+                token_mask |= 1u << t;
+                ++tokens;
+            }
+    const uint64_t run_part = cb.runs ? 6 + div_up(tokens, 2) : 0;
+    std::string out((size_t)(kRatioCodebookFixedBytes + bitmap + div_up(m, 2) + run_part), '\0');
     uint8_t *p = reinterpret_cast<uint8_t *>(&out[0]);
-    put_u8(p, (uint8_t)cb.sub_block_log2);
+    put_u8(p, (uint8_t)(cb.sub_block_log2 | (cb.runs ? kRatioRunFlag : 0)));
     put_u64(p + 1, cb.total_bits);
     put_u32(p + 9, m);
     put_u16(p + 13, (uint16_t)lo);
@@ -172,26 +181,48 @@ std::string ratio_write_codebook(const RatioCodebook &cb) {
         nib[k >> 1] |= (uint8_t)((l - 1) << (4 * (k & 1)));
         ++k;
     }
+    if (cb.runs) {  // u16 run symbol, u32 mask of the used tokens, their (length - 1) nibbles
+        uint8_t *r = nib + div_up(m, 2);
+        put_u16(r, (uint16_t)cb.run_symbol);
+        put_u32(r + 2, token_mask);
+        k = 0;
+        for (uint32_t t = 0; t < kRatioRunTokens; ++t)
+            if (cb.len[A + t]) {
+                r[6 + (k >> 1)] |= (uint8_t)((cb.len[A + t] - 1) << (4 * (k & 1)));
+                ++k;
+            }
+    }
     return out;
 }
 
-zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb, std::string &msg) {
+zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb, std::string &msg, bool allow_runs) {
     if (alphabet < 2 || alphabet > kRatioMaxAlphabet) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: bad alphabet size");
     if (!seg.data || seg.size < kRatioCodebookFixedBytes)
         return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment too short");
     const uint8_t *p = seg.data;
-    cb.alphabet = alphabet;
-    cb.sub_block_log2 = p[0];
+    cb.runs = (p[0] & kRatioRunFlag) != 0;
+    cb.sub_block_log2 = p[0] & (kRatioRunFlag - 1);
+    cb.symbols = alphabet;
+    cb.alphabet = cb.runs ? alphabet + kRatioRunTokens : alphabet;
+    cb.run_symbol = kRatioNoRunSymbol;
     cb.total_bits = get_u64(p + 1);
     const uint32_t m = get_u32(p + 9), lo = get_u16(p + 13), hi = get_u16(p + 15);
     cb.s0 = get_u16(p + 17);
+    if (cb.runs && !allow_runs)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: run tokens in a stream of a format version before 4");
+    if (cb.runs && alphabet > kRatioRunMaxAlphabet)
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: run tokens with an alphabet too large for them");
     if (cb.sub_block_log2 < kRatioMinSubBlockLog2 || cb.sub_block_log2 > kRatioMaxSubBlockLog2)
         return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad sub-block size");
-    if (lo > hi || hi >= alphabet) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: symbol range outside the alphabet");
-    const uint32_t span = hi - lo + 1;
-    if (m < 1 || m > span) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad number of used symbols");
+    // Main part: with runs it may be empty (m = lo = hi = 0).
+    const bool empty = cb.runs && m == 0;
+    if (empty ? (lo || hi) : (lo > hi || hi >= alphabet))
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: symbol range outside the alphabet");
+    const uint32_t span = empty ? 0 : hi - lo + 1;
+    if (!empty && (m < 1 || m > span)) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad number of used symbols");
     const uint64_t bitmap = m < span ? div_up(span, 8) : 0;
-    if (seg.size != kRatioCodebookFixedBytes + bitmap + div_up(m, 2))
+    const uint64_t main_bytes = kRatioCodebookFixedBytes + bitmap + div_up(m, 2);
+    if (cb.runs ? seg.size < main_bytes + 6 : seg.size != main_bytes)
         return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment length does not match its fields");
     const uint8_t *bm = p + kRatioCodebookFixedBytes, *nib = bm + bitmap;
     if (bitmap) {
@@ -202,20 +233,41 @@ zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb
         if (ones != m || !ends || pad) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad symbol bitmap");
     }
     if ((m & 1) && (nib[m >> 1] >> 4)) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: non-zero padding nibble");
-    cb.len.assign(alphabet, 0);
+    cb.len.assign(cb.alphabet, 0);
     uint32_t k = 0;
     for (uint32_t i = 0; i < span; ++i) {
         if (bitmap && !((bm[i >> 3] >> (i & 7)) & 1)) continue;
         cb.len[lo + i] = (uint8_t)(((nib[k >> 1] >> (4 * (k & 1))) & 15) + 1);
         ++k;
     }
-    if (cb.s0 < lo || cb.s0 > hi || !cb.len[cb.s0]) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: the zero-code symbol is not used");
-    if (m == 1) {
+    uint32_t used = m;
+    if (cb.runs) {
+        const uint8_t *r = nib + div_up(m, 2);
+        cb.run_symbol = get_u16(r);
+        const uint32_t mask = get_u32(r + 2), tokens = (uint32_t)__builtin_popcount(mask);
+        if (cb.run_symbol >= alphabet) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: run symbol outside the alphabet");
+        if (mask >> kRatioRunTokens) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: unknown run tokens");
+        if (seg.size != main_bytes + 6 + div_up(tokens, 2))
+            return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment length does not match its fields");
+        if ((tokens & 1) && (r[6 + (tokens >> 1)] >> 4))
+            return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: non-zero padding nibble");
+        k = 0;
+        for (uint32_t t = 0; t < kRatioRunTokens; ++t)
+            if ((mask >> t) & 1) {
+                cb.len[alphabet + t] = (uint8_t)(((r[6 + (k >> 1)] >> (4 * (k & 1))) & 15) + 1);
+                ++k;
+            }
+        used += tokens;
+        if (!used) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: no used symbols");
+    }
+    if (cb.s0 >= cb.alphabet || !cb.len[cb.s0])
+        return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: the zero-code symbol is not used");
+    if (used == 1) {
         if (cb.len[cb.s0] != 1) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: a single symbol must have length 1");
     } else {
         uint64_t kraft = 0;
-        for (uint32_t i = 0; i < span; ++i)
-            if (cb.len[lo + i]) kraft += 1ull << (kRatioMaxCodeLength - cb.len[lo + i]);
+        for (uint32_t s = 0; s < cb.alphabet; ++s)
+            if (cb.len[s]) kraft += 1ull << (kRatioMaxCodeLength - cb.len[s]);
         if (kraft != 1ull << kRatioMaxCodeLength)
             return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: code lengths do not form a complete prefix code");
     }
@@ -226,7 +278,9 @@ zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb
 }
 
 zb_status ratio_check_lengths(const ByteSpan *segments, uint64_t n, const RatioCodebook &cb, std::string &msg) {
-    const uint64_t minb = n * (uint64_t)cb.min_len, maxb = n * (uint64_t)cb.max_len;
+    // Every sub-block has at least one code (a run token may stand for all of its symbols).
+    const uint64_t codes_min = cb.runs ? ratio_sub_blocks(n, cb.sub_block_log2) : n;
+    const uint64_t minb = codes_min * (uint64_t)cb.min_len, maxb = n * (uint64_t)cb.max_len;
     if (cb.total_bits < minb || cb.total_bits > maxb)
         return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bitstream length impossible for the code lengths");
     if (segments[kRatioSegMetadata].size != ratio_metadata_bytes(n, cb.sub_block_log2))
@@ -255,6 +309,78 @@ void ratio_build_decode_tables(const RatioCodebook &cb, RatioDecodeTables &t) {
         t.limit[l] = (cb.first[l] + cb.count[l]) << (kRatioMaxCodeLength - l);
 }
 
+// ---- run tokens and the encoder's choice --------------------------------------------------------------------------
+
+namespace {
+
+// Calls emit(symbol or token, extra bits, extra) for the symbols s[0..cnt) of one sub-block, each maximal run of
+// z (z = kRatioNoRunSymbol: none) as one token of the extended alphabet above A.
+template <typename F> inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t A, uint32_t z, F &&emit) {
+    uint32_t run = 0;
+    auto flush = [&] {
+        if (run == 1) {
+            emit(z, 0, 0u);
+        } else if (run) {
+            const RatioRunToken t = ratio_run_token(run);
+            emit(A + t.offset, t.extra_bits, t.extra);
+        }
+        run = 0;
+    };
+    for (uint64_t i = 0; i < cnt; ++i) {
+        const uint32_t v = s[i];
+        if (v == z) {
+            ++run;
+            continue;
+        }
+        flush();
+        emit(v, 0, 0u);
+    }
+    flush();
+}
+
+// Counts of the plain symbols from token counts over `count` symbols: z's count is what the others leave.
+void plain_counts(const uint64_t *ht, uint64_t count, uint32_t A, uint32_t z, uint64_t *hp) {
+    uint64_t others = 0;
+    for (uint32_t s = 0; s < A; ++s) {
+        hp[s] = ht[s];
+        if (s != z) others += ht[s];
+    }
+    if (z < A) hp[z] = count - others;
+}
+
+}  // namespace
+
+void ratio_choose_codebook(const uint64_t *ht, uint64_t n, uint32_t A, uint32_t z, int sub_block_log2,
+                           RatioCodebook &cb) {
+    auto lengths = [&](const uint64_t *h, uint32_t alphabet, RatioCodebook &c) {
+        c.alphabet = alphabet;
+        c.symbols = A;
+        c.sub_block_log2 = sub_block_log2;
+        c.len.assign(alphabet, 0);
+        c.s0 = (uint32_t)ratio_code_lengths(h, alphabet, kRatioMaxCodeLength, c.len.data());  // n >= 1: a symbol
+        c.total_bits = 0;
+        for (uint32_t s = 0; s < alphabet; ++s) c.total_bits += h[s] * c.len[s];
+    };
+    std::vector<uint64_t> hp(A);
+    plain_counts(ht, n, A, z, hp.data());
+    RatioCodebook plain;
+    lengths(hp.data(), A, plain);
+    if (z < A) {
+        RatioCodebook run;
+        lengths(ht, A + kRatioRunTokens, run);
+        for (uint32_t t = 0; t < kRatioRunTokens; ++t) run.total_bits += ht[A + t] * (uint64_t)ratio_run_extra_bits(t);
+        if (run.total_bits < plain.total_bits) {
+            run.runs = true;
+            run.run_symbol = z;
+            ratio_assign_codes(run);
+            cb = std::move(run);
+            return;
+        }
+    }
+    ratio_assign_codes(plain);
+    cb = std::move(plain);
+}
+
 // ---- encoder -----------------------------------------------------------------------------------------------------
 
 zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabet, int threads,
@@ -274,11 +400,16 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
         std::vector<uint64_t> jb((size_t)T + 1);
         for (int t = 0; t <= T; ++t) jb[(size_t)t] = B * (uint64_t)t / (uint64_t)T;
         const size_t A = alphabet;
+        // Run tokens are an option when the caller names a run symbol; the histograms then count tokens.
+        const uint32_t z = opt.run_symbol < alphabet && alphabet <= kRatioRunMaxAlphabet ? opt.run_symbol
+                                                                                         : kRatioNoRunSymbol;
+        const size_t AT = z < alphabet ? A + kRatioRunTokens : A;
 
-        // 1. per-range histograms (4 interleaved u32 tables against store-to-load stalls, flushed every 2^30)
-        std::vector<uint64_t> hist_t((size_t)T * A, 0);
+        // 1. per-range histograms (of tokens when runs are possible; else 4 interleaved u32 tables against
+        // store-to-load stalls, flushed every 2^30)
+        std::vector<uint64_t> hist_t((size_t)T * AT, 0);
         std::vector<uint16_t> max_sym((size_t)T, 0);
-        std::vector<uint32_t> hist_scratch((size_t)T * 4 * A);  // no allocation inside parallel regions
+        std::vector<uint32_t> hist_scratch(z < alphabet ? 0 : (size_t)T * 4 * A);  // none inside parallel regions
 #pragma omp parallel num_threads(T)
         {
             const int t = omp_get_thread_num();
@@ -286,9 +417,13 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
             uint16_t mx = 0;
             for (uint64_t i = i0; i < i1; ++i) mx = symbols[i] > mx ? symbols[i] : mx;
             max_sym[(size_t)t] = mx;
-            if (mx < alphabet) {
+            uint64_t *ht = &hist_t[(size_t)t * AT];
+            if (mx < alphabet && z < alphabet) {
+                for (uint64_t j = jb[(size_t)t]; j < jb[(size_t)t + 1]; ++j)
+                    tokenize(symbols + j * S, std::min(S, n - j * S), alphabet, z,
+                             [&](uint32_t v, int, uint32_t) { ++ht[v]; });
+            } else if (mx < alphabet) {
                 uint32_t *const h = &hist_scratch[(size_t)t * 4 * A];
-                uint64_t *ht = &hist_t[(size_t)t * A];
                 for (uint64_t c0 = i0; c0 < i1; c0 += 1ull << 30) {
                     const uint64_t c1 = std::min<uint64_t>(i1, c0 + (1ull << 30));
                     std::fill(h, h + 4 * A, 0u);
@@ -310,30 +445,34 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
                 return fail(msg, ZB_ERR_INVALID_ARG,
                             "ratio: symbol " + std::to_string(max_sym[(size_t)t]) + " outside the alphabet of " +
                                 std::to_string(alphabet));
-        std::vector<uint64_t> hist(A, 0);
+        std::vector<uint64_t> hist(AT, 0);
         for (int t = 0; t < T; ++t)
-            for (size_t s = 0; s < A; ++s) hist[s] += hist_t[(size_t)t * A + s];
+            for (size_t s = 0; s < AT; ++s) hist[s] += hist_t[(size_t)t * AT + s];
 
         // 2. codebook
         RatioCodebook cb;
-        cb.alphabet = alphabet;
-        cb.sub_block_log2 = lg;
-        cb.len.assign(A, 0);
-        const int s0 = ratio_code_lengths(hist.data(), alphabet, kRatioMaxCodeLength, cb.len.data());
-        if (s0 < 0) return fail(msg, ZB_ERR_INTERNAL, "ratio: code length construction failed");
-        cb.s0 = (uint32_t)s0;
-        ratio_assign_codes(cb);
-        std::vector<uint32_t> enc(A);
-        for (size_t s = 0; s < A; ++s) enc[s] = ((uint32_t)cb.code[s] << 16) | cb.len[s];
-        // Each range's bit count from its histogram; the starts follow.
-        std::vector<uint64_t> rstart((size_t)T + 1, 0);
+        ratio_choose_codebook(hist.data(), n, alphabet, z, lg, cb);
+        const bool runs = cb.runs;
+        std::vector<uint32_t> enc(cb.alphabet);
+        for (size_t s = 0; s < cb.alphabet; ++s) enc[s] = ((uint32_t)cb.code[s] << 16) | cb.len[s];
+        // Each range's bit count from its histogram (of plain symbols when the stream has no tokens); the starts
+        // follow.
+        std::vector<uint64_t> rstart((size_t)T + 1, 0), hp(A);
         for (int t = 0; t < T; ++t) {
+            const uint64_t *ht = &hist_t[(size_t)t * AT];
             uint64_t b = 0;
-            for (size_t s = 0; s < A; ++s) b += hist_t[(size_t)t * A + s] * cb.len[s];
+            if (runs) {
+                for (size_t s = 0; s < AT; ++s) b += ht[s] * cb.len[s];
+                for (uint32_t k = 0; k < kRatioRunTokens; ++k) b += ht[A + k] * (uint64_t)ratio_run_extra_bits(k);
+            } else {
+                const uint64_t count = std::min(n, jb[(size_t)t + 1] * S) - jb[(size_t)t] * S;
+                plain_counts(ht, count, alphabet, z, hp.data());
+                for (size_t s = 0; s < A; ++s) b += hp[s] * cb.len[s];
+            }
             rstart[(size_t)t + 1] = rstart[(size_t)t] + b;
         }
         const uint64_t total = rstart[(size_t)T];
-        cb.total_bits = total;
+        if (total != cb.total_bits) return fail(msg, ZB_ERR_INTERNAL, "ratio: bit counts disagree");
         const uint64_t bytes = div_up(total, 8), nwords = div_up(total, 32);
 
         // 3. the bitstream: complete words are stored by their range; a range's last partial word goes to a slot
@@ -352,17 +491,33 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
             int nacc = (int)(pos0 & 31);
             uint64_t acc = 0, prev = pos0;
             const uint32_t *e = enc.data();
+            // A code (<= 16 bits) and its extra bits (<= 12) at a time: nacc < 32 before, < 60 after.
+            auto put = [&](uint32_t v, int xb, uint32_t extra) {
+                const uint32_t c = e[v];
+                const int l = (int)(c & 31) + xb;
+                acc = (acc << l) | ((uint64_t)(c >> 16) << xb) | extra;
+                nacc += l;
+                if (nacc >= 32) {
+                    nacc -= 32;
+                    store_be32(wp, (uint32_t)(acc >> nacc));
+                    wp += 4;
+                }
+            };
             for (uint64_t j = jb[(size_t)t]; j < jb[(size_t)t + 1]; ++j) {
                 const uint16_t *s = symbols + j * S;
                 const uint64_t cnt = std::min(S, n - j * S);
-                for (uint64_t i = 0; i < cnt; ++i) {
-                    const uint32_t c = e[s[i]], l = c & 31;
-                    acc = (acc << l) | (c >> 16);
-                    nacc += (int)l;
-                    if (nacc >= 32) {
-                        nacc -= 32;
-                        store_be32(wp, (uint32_t)(acc >> nacc));
-                        wp += 4;
+                if (runs) {
+                    tokenize(s, cnt, alphabet, z, put);
+                } else {
+                    for (uint64_t i = 0; i < cnt; ++i) {
+                        const uint32_t c = e[s[i]], l = c & 31;
+                        acc = (acc << l) | (c >> 16);
+                        nacc += (int)l;
+                        if (nacc >= 32) {
+                            nacc -= 32;
+                            store_be32(wp, (uint32_t)(acc >> nacc));
+                            wp += 4;
+                        }
                     }
                 }
                 const uint64_t pos = (uint64_t)(wp - bits) * 8 + (uint64_t)nacc;
@@ -395,7 +550,9 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
                 const uint64_t bp = std::min<uint64_t>(kRatioPartition, B - kRatioPartition * p);
                 for (uint64_t r = 0; r < bp; ++r) {
                     const uint64_t j = kRatioPartition * p + r, cnt = std::min(S, n - j * S);
-                    if (r + 1 < bp) put_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r), (uint16_t)(sub_bits[(size_t)j] - cnt));
+                    if (r + 1 < bp)
+                        put_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r),
+                                (uint16_t)(sub_bits[(size_t)j] - ratio_length_floor(runs, cnt)));
                     pos += sub_bits[(size_t)j];
                 }
             }
@@ -430,6 +587,7 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
             stats->huffman_bytes = bytes;
             stats->used_symbols = cb.used;
             stats->max_code_length = cb.max_len;
+            stats->run_tokens = runs;
         }
         for (std::string &o : out) segments.emplace_back(std::move(o));
         return ZB_OK;
@@ -443,11 +601,15 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
 namespace {
 
 // Decodes cnt symbols starting at bit `pos` of `bits` into out; returns the bit position after them, or ~0 when a
-// bit pattern is no code (possible only with a single-symbol codebook or corrupt data).
+// bit pattern is no code (possible only with a single-symbol codebook or corrupt data) or a run token overruns the
+// sub-block.
+template <bool kRuns>
 inline uint64_t decode_sub_block(const uint8_t *bits, uint64_t pos, uint64_t cnt, const RatioCodebook &cb,
                                  const uint32_t *lut, const uint32_t *limit, uint16_t *out) {
     constexpr int K = kRatioLutBits;
     const int maxl = cb.max_len;
+    const uint32_t A = cb.symbols;
+    const uint16_t z = (uint16_t)cb.run_symbol;
     auto slow = [&](uint64_t w, uint32_t &len) -> uint32_t {
         const uint32_t w16 = (uint32_t)(w >> 48);
         for (int l = K + 1; l <= maxl; ++l)
@@ -459,6 +621,38 @@ inline uint64_t decode_sub_block(const uint8_t *bits, uint64_t pos, uint64_t cnt
         return 0;
     };
     uint64_t i = 0;
+    if (kRuns) {
+        // One 64-bit load gives >= 57 bits: items (a code of <= 16 bits and <= 12 extra bits) while >= 28 remain.
+        while (i < cnt) {
+            uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
+            int avail = 57;
+            do {
+                const uint32_t e = lut[w >> (64 - K)];
+                uint32_t l = e & 31, s = e >> 16;
+                if (!l) {
+                    s = slow(w, l);
+                    if (!l) return ~0ull;
+                }
+                w <<= l;
+                pos += l;
+                avail -= (int)l;
+                if (s < A) {
+                    out[i++] = (uint16_t)s;
+                    continue;
+                }
+                const int xb = ratio_run_extra_bits(s - A);
+                const uint32_t extra = xb ? (uint32_t)(w >> (64 - xb)) : 0u;
+                w <<= xb;
+                pos += (uint64_t)xb;
+                avail -= xb;
+                const uint32_t L = ratio_run_length(s - A, extra);
+                if (L > cnt - i) return ~0ull;
+                std::fill(out + i, out + i + L, z);
+                i += L;
+            } while (avail >= 28 && i < cnt);
+        }
+        return pos;
+    }
     // One 64-bit load gives >= 57 bits: three codes of at most 16 bits.
     for (; i + 3 <= cnt; i += 3) {
         uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
@@ -491,11 +685,11 @@ inline uint64_t decode_sub_block(const uint8_t *bits, uint64_t pos, uint64_t cnt
 }  // namespace
 
 zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
-                           std::string &msg) {
+                           std::string &msg, bool allow_runs) {
     if (!segments || !symbols || n == 0) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no segments or no symbols");
     try {
         RatioCodebook cb;
-        zb_status st = ratio_read_codebook(segments[kRatioSegCodebook], alphabet, cb, msg);
+        zb_status st = ratio_read_codebook(segments[kRatioSegCodebook], alphabet, cb, msg, allow_runs);
         if (st != ZB_OK) return st;
         st = ratio_check_lengths(segments, n, cb, msg);
         if (st != ZB_OK) return st;
@@ -548,12 +742,12 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
                 start[(size_t)j] = pos;
                 uint64_t b;
                 if (r + 1 < bp) {
-                    b = cnt + get_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r));
+                    b = ratio_length_floor(cb.runs, cnt) + get_u16(m + 8 * P + 2 * ((kRatioPartition - 1) * p + r));
                 } else {
                     if (next < pos) return fail(msg, ZB_ERR_CORRUPT, "ratio metadata: sub-block lengths exceed the partition");
                     b = next - pos;
                 }
-                if (b < cnt * (uint64_t)cb.min_len || b > cnt * (uint64_t)cb.max_len)
+                if (b < ratio_length_floor(cb.runs, cnt) * (uint64_t)cb.min_len || b > cnt * (uint64_t)cb.max_len)
                     return fail(msg, ZB_ERR_CORRUPT,
                                 "ratio metadata: impossible length of sub-block " + std::to_string(j));
                 pos += b;
@@ -568,7 +762,9 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
 #pragma omp parallel for num_threads(T) schedule(dynamic, 4)
         for (int64_t j = 0; j < (int64_t)B; ++j) {
             const uint64_t i0 = (uint64_t)j * S, cnt = std::min(S, n - i0);
-            const uint64_t end = decode_sub_block(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit,
+            const uint64_t end =
+                cb.runs ? decode_sub_block<true>(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit, symbols + i0)
+                        : decode_sub_block<false>(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit,
                                                   symbols + i0);
             if (end != start[(size_t)j + 1]) {
                 uint64_t cur = bad.load();

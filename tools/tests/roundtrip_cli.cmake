@@ -21,8 +21,8 @@ endfunction()
 
 run(${ZBOUND} compress "${INPUT}" ${rawopts} ${bound} -o "${zb}")
 run(${ZBOUND} info "${zb}")
-# Lorenzo + fast writes format 1, the other pipelines (the default auto may choose them) format 2.
-foreach(re "format version +[12]\n" "dtype +${DTYPE}\n" "values +${N}\n" "raw passthrough +no\n")
+# Lorenzo + fast writes format 1, the other pipelines (the default auto may choose them) formats 2 to 4.
+foreach(re "format version +[1-4]\n" "dtype +${DTYPE}\n" "values +${N}\n" "raw passthrough +no\n")
   if(NOT run_out MATCHES "${re}")
     message(FATAL_ERROR "zbound info output does not match '${re}':\n${run_out}")
   endif()

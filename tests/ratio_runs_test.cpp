@@ -1,0 +1,197 @@
+// Run tokens of the ratio encoder (format v4, docs/FORMAT.md section 9) on the CPU: the token arithmetic, round
+// trips through the library and the reference decoder of ratio_test_util.h (written from the format text) for runs
+// of every length at sub-block borders, the all-run stream with no plain symbol, the choice between plain and
+// tokens, thread independence, the version gate and corrupted streams.
+#include <gtest/gtest.h>
+#include <random>
+#include "ratio_test_util.h"
+#include "zb_ratio.h"
+
+namespace {
+
+using ratiot::spans;
+constexpr uint32_t kA = 1024, kZ = 512;
+
+struct Enc {
+    std::vector<std::string> seg;
+    zb::RatioStats st;
+};
+
+Enc encode(const std::vector<uint16_t> &sym, uint32_t run_symbol, int threads = 1, int lg = zb::kRatioSubBlockLog2) {
+    Enc e;
+    std::string msg;
+    zb::RatioOptions opt;
+    opt.sub_block_log2 = lg;
+    opt.run_symbol = run_symbol;
+    EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), kA, threads, e.seg, &e.st, msg, opt), ZB_OK) << msg;
+    return e;
+}
+
+zb_status decode(const std::vector<std::string> &seg, uint64_t n, std::vector<uint16_t> &out, int threads = 1,
+                 bool allow_runs = true, std::string *why = nullptr) {
+    out.assign(n, 0xFFFF);
+    std::string msg;
+    const auto sp = spans(seg);
+    const zb_status s = zb::ratio_decode_cpu(sp.data(), n, kA, threads, out.data(), msg, allow_runs);
+    if (why) *why = msg;
+    return s;
+}
+
+// Library and reference decoder give the input back.
+void check_round_trip(const Enc &e, const std::vector<uint16_t> &sym, int threads = 1) {
+    std::vector<uint16_t> out;
+    std::string why;
+    ASSERT_EQ(decode(e.seg, sym.size(), out, threads, true, &why), ZB_OK) << why;
+    EXPECT_TRUE(out == sym) << "library decoder differs";
+    const ratiot::RefResult ref = ratiot::reference_decode(e.seg, sym.size(), kA);
+    EXPECT_TRUE(ref.ok) << "reference decoder: " << ref.why;
+    EXPECT_TRUE(ref.symbols == sym) << "reference decoder differs";
+}
+
+// Runs of z with lengths drawn from `lengths`, separated by one or two other symbols near the centre.
+std::vector<uint16_t> runs_of(const std::vector<uint32_t> &lengths, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint16_t> v;
+    for (uint32_t L : lengths) {
+        v.insert(v.end(), L, (uint16_t)kZ);
+        const int others = 1 + (int)(rng() % 2);
+        for (int k = 0; k < others; ++k) {
+            const uint16_t s = (uint16_t)(kZ - 3 + rng() % 7);
+            v.push_back(s == kZ ? (uint16_t)(kZ + 1) : s);
+        }
+    }
+    for (uint16_t &s : v)
+        if (s == kZ && rng() % 2000 == 0) s = kZ + 2;  // keep some noise
+    return v;
+}
+
+}  // namespace
+
+TEST(RatioRuns, TokenArithmeticCoversEveryLength) {
+    EXPECT_EQ(zb::kRatioRunTokens, 23u);
+    std::vector<int> seen(zb::kRatioRunTokens, 0);
+    for (uint32_t L = 2; L <= 4096; ++L) {
+        const zb::RatioRunToken t = zb::ratio_run_token(L);
+        ASSERT_LT(t.offset, zb::kRatioRunTokens) << L;
+        ASSERT_EQ(t.extra_bits, zb::ratio_run_extra_bits(t.offset)) << L;
+        ASSERT_LT(t.extra, 1u << t.extra_bits | (t.extra_bits == 0)) << L;
+        ASSERT_EQ(zb::ratio_run_length(t.offset, t.extra), L) << L;
+        ++seen[t.offset];
+    }
+    for (uint32_t k = 0; k < zb::kRatioRunTokens; ++k) EXPECT_GT(seen[k], 0) << "token " << k << " never used";
+    EXPECT_EQ(zb::ratio_run_token(15).extra_bits, 0);
+    EXPECT_EQ(zb::ratio_run_token(16).extra_bits, 4);
+    EXPECT_EQ(zb::ratio_run_token(4096).extra_bits, 12);
+}
+
+TEST(RatioRuns, RunsOfEveryLengthAcrossSubBlocks) {
+    std::vector<uint32_t> lengths;
+    for (uint32_t L = 1; L <= 300; ++L) lengths.push_back(L);
+    for (uint32_t L : {511u, 512u, 513u, 1023u, 1024u, 2047u, 2048u, 4095u, 4096u, 4097u, 9000u, 20000u})
+        lengths.push_back(L);
+    std::mt19937 rng(3);
+    for (int k = 0; k < 400; ++k) lengths.push_back(1 + rng() % 64);
+    const std::vector<uint16_t> sym = runs_of(lengths, 5);
+    for (int lg = zb::kRatioMinSubBlockLog2; lg <= zb::kRatioMaxSubBlockLog2; ++lg) {
+        SCOPED_TRACE("lg " + std::to_string(lg));
+        const Enc e = encode(sym, kZ, 1, lg);
+        EXPECT_TRUE(e.st.run_tokens);
+        EXPECT_EQ((uint8_t)e.seg[0][0], (uint8_t)(lg | zb::kRatioRunFlag));
+        check_round_trip(e, sym);
+        for (int t : {2, 3, 8}) {
+            const Enc et = encode(sym, kZ, t, lg);
+            EXPECT_TRUE(et.seg == e.seg) << t << " threads write other bytes";
+            check_round_trip(e, sym, t);
+        }
+    }
+    // Every prefix length around sub-block borders (a run cut by the border, a last sub-block of 1 symbol).
+    for (uint64_t n : {1ull, 2ull, 3ull, 4095ull, 4096ull, 4097ull, 8191ull, 8192ull, 8193ull}) {
+        std::vector<uint16_t> cut(sym.begin(), sym.begin() + (long)std::min<uint64_t>(n, sym.size()));
+        const Enc e = encode(cut, kZ);
+        check_round_trip(e, cut);
+    }
+}
+
+TEST(RatioRuns, OnlyTheRunSymbol) {
+    // Whole sub-blocks of z: only tokens are used, the main part of the codebook is empty (m = 0).
+    for (uint64_t n : {4096ull * 5, 4096ull * 5 + 1, 4096ull * 5 + 2, 1ull, 2ull, 17ull}) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        const std::vector<uint16_t> sym(n, (uint16_t)kZ);
+        const Enc e = encode(sym, kZ);
+        check_round_trip(e, sym);
+        if (n >= 2) {
+            EXPECT_TRUE(e.st.run_tokens);
+        }
+        if (n % 4096 == 0) {
+            EXPECT_EQ(ratiot::le(reinterpret_cast<const uint8_t *>(e.seg[0].data()) + 9, 4), 0u);  // m
+        }
+        const uint64_t all = e.seg[0].size() + e.seg[1].size() + e.seg[2].size() + e.seg[3].size();
+        EXPECT_LT(all, 64u + n / 1000);
+    }
+}
+
+TEST(RatioRuns, PlainStreamWhenTokensDoNotPay) {
+    // Few repeats: the plain stream is shorter; it is then byte-identical to an encoder without a run symbol.
+    const auto wide = ratiot::laplace_symbols(50000, kA, 40.0, 9);
+    const Enc with = encode(wide, kZ), without = encode(wide, zb::kRatioNoRunSymbol);
+    EXPECT_FALSE(with.st.run_tokens);
+    EXPECT_FALSE(without.st.run_tokens);
+    EXPECT_TRUE(with.seg == without.seg);
+    check_round_trip(with, wide);
+    // Many repeats: tokens, and a shorter Huffman bitstream than the plain one.
+    const auto narrow = ratiot::laplace_symbols(200000, kA, 0.05, 10);
+    const Enc t = encode(narrow, kZ), p = encode(narrow, zb::kRatioNoRunSymbol);
+    EXPECT_TRUE(t.st.run_tokens);
+    EXPECT_LT(t.st.huffman_bytes, p.st.huffman_bytes / 4);
+    check_round_trip(t, narrow);
+    // An alphabet too large for the tokens: the run symbol is ignored.
+    std::vector<uint16_t> big(10000, 7);
+    big[5] = 65530;
+    std::vector<std::string> seg;
+    std::string msg;
+    zb::RatioStats st;
+    zb::RatioOptions opt;
+    opt.run_symbol = 7;
+    ASSERT_EQ(zb::ratio_encode_cpu(big.data(), big.size(), 65536, 1, seg, &st, msg, opt), ZB_OK) << msg;
+    EXPECT_FALSE(st.run_tokens);
+}
+
+TEST(RatioRuns, VersionGateAndCorruption) {
+    std::vector<uint32_t> lengths;
+    std::mt19937 rng(17);
+    for (int k = 0; k < 3000; ++k) lengths.push_back(1 + rng() % 200);
+    const std::vector<uint16_t> sym = runs_of(lengths, 19);
+    const Enc e = encode(sym, kZ, 1, 10);
+    ASSERT_TRUE(e.st.run_tokens);
+    std::vector<uint16_t> out;
+    std::string why;
+    EXPECT_EQ(decode(e.seg, sym.size(), out, 1, false, &why), ZB_ERR_CORRUPT);
+    EXPECT_NE(why.find("version"), std::string::npos) << why;
+    // Every single-bit flip of the codebook and metadata, random flips of the payload: an error or symbols of the
+    // alphabet, never a crash (ASan/UBSan run this too).
+    int detected = 0, total = 0;
+    for (int k = 0; k < 4; ++k) {
+        const size_t len = e.seg[(size_t)k].size();
+        const int trials = k < 2 ? (int)len * 8 : 2000;
+        for (int t = 0; t < trials; ++t) {
+            std::vector<std::string> seg = e.seg;
+            if (seg[(size_t)k].empty()) break;
+            const size_t i = k < 2 ? (size_t)t / 8 : rng() % len;
+            seg[(size_t)k][i] = (char)(seg[(size_t)k][i] ^ (1 << (k < 2 ? t % 8 : (int)(rng() % 8))));
+            const zb_status s = decode(seg, sym.size(), out, 1 + t % 2);
+            ++total;
+            ASSERT_TRUE(s == ZB_OK || s == ZB_ERR_CORRUPT) << s;
+            if (s == ZB_ERR_CORRUPT) {
+                ++detected;
+            } else {
+                for (uint16_t v : out) ASSERT_LT(v, kA);
+            }
+        }
+    }
+    EXPECT_GT(detected, total / 2);
+    std::printf("[ ratio ] run-token stream: %d of %d corruptions detected by the stage's checks\n", detected, total);
+    // A run token that overruns its sub-block: a stream of whole sub-blocks of z decoded as one symbol fewer.
+    const std::vector<uint16_t> zs(4096 * 2, (uint16_t)kZ);
+    const Enc ez = encode(zs, kZ);
+    EXPECT_NE(decode(ez.seg, zs.size() - 1, out), ZB_OK);
+}
