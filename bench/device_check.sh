@@ -69,7 +69,7 @@ done
 "$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor interp --encoder fast --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_interp --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_interp.err" || echo "bench interp failed"
-# The ratio pipeline on the GPU (interp predictor + ratio encoder, format v3).
+# The ratio pipeline on the GPU (interp predictor + ratio encoder, format v3, or v4 with run tokens).
 for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57__TREFHT 110x64x128"; do
     set -- $spec
     "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor interp --encoder ratio \
@@ -93,3 +93,10 @@ summary memcheck "$OUT/memcheck.log"
 timeout 90 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.SpecialValuesF32' \
     > "$OUT/racecheck.log" 2>&1
 summary racecheck "$OUT/racecheck.log"
+# The ratio encoder's kernels with run tokens (block scan of the runs across threads, token decoder).
+timeout 180 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/ratio_tests" \
+    --gtest_filter='RatioGpu.ParityRunTokens' > "$OUT/memcheck_runs.log" 2>&1
+summary "memcheck (run tokens)" "$OUT/memcheck_runs.log"
+timeout 180 compute-sanitizer --tool racecheck "$RUN/bin/ratio_tests" --gtest_filter='RatioGpu.ParityRunTokens' \
+    > "$OUT/racecheck_runs.log" 2>&1
+summary "racecheck (run tokens)" "$OUT/racecheck_runs.log"

@@ -595,7 +595,12 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         h.exceptions = tot[1];
         h.escapes = tot[2];
     }
-    if (ratio) renc.plan(c, c.arena[kArenaRatio], b.codes, n, 2 * (uint32_t)cs.radius, s, &timer);
+    if (ratio) {
+        RatioOptions ro;
+        ro.run_symbol = (uint32_t)cs.radius;  // code 0 (as the CPU pipeline)
+        renc.plan(c, c.arena[kArenaRatio], b.codes, n, 2 * (uint32_t)cs.radius, s, &timer, ro);
+        h.version = v2_layout_version(kPredInterp, renc.stats().run_tokens);
+    }
 
     // ---- 4. exceptions
     const uint64_t k = h.exceptions;
@@ -783,7 +788,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = {seg(1 + i), h.seg[1 + i].length};
         if (!src_on_device) hcb = {src_payload + h.seg[1].offset, h.seg[1].length};   // the codebook, on the host
         ratio_decode(c, c.arena[kArenaRatio], rs, src_on_device ? nullptr : &hcb, n, 2 * (uint32_t)cs.radius,
-                     b.codes, s, &timer);
+                     b.codes, s, &timer, h.version >= kFormatVersionV4);
     } else {
         timer.begin("tiles");
         const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegFlags));

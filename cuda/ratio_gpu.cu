@@ -46,6 +46,116 @@ enum RatioError : uint32_t {
     kRErrBlocks = 1u << 6,     // decoder: flags disagree with the stored blocks, or block padding not zero
 };
 
+// ---- run tokens (zb_ratio.h): a thread tokenizes its 32 symbols; runs continue across the threads of a sub-block
+// through a block scan of (all z, trailing z count), and the thread where a run ends (at a symbol other than z, or
+// the last thread with symbols at the sub-block's end) emits its token.
+
+constexpr uint32_t kAllRun = 1u << 31;  // summary flag: every symbol of the thread is z (the low bits count them)
+
+struct RunScanOp {
+    __device__ __forceinline__ uint32_t operator()(uint32_t a, uint32_t b) const {
+        return (b & kAllRun) ? ((a & b & kAllRun) | ((a & ~kAllRun) + (b & ~kAllRun))) : b;
+    }
+};
+
+// The thread's 32 symbols [i0, i0 + 32) as 16 words (two per word, the first in the low half); cnt of them exist.
+__device__ __forceinline__ int load_symbols(const uint16_t *__restrict__ sym, uint64_t i0, uint64_t end,
+                                            uint32_t (&w)[16]) {
+    if (i0 + 32 <= end) {
+        const uint4 *v4 = reinterpret_cast<const uint4 *>(sym + i0);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const uint4 v = __ldg(v4 + q);
+            w[4 * q] = v.x;
+            w[4 * q + 1] = v.y;
+            w[4 * q + 2] = v.z;
+            w[4 * q + 3] = v.w;
+        }
+        return 32;
+    }
+    const int cnt = i0 < end ? (int)(end - i0) : 0;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const uint32_t a = 2 * k < cnt ? sym[i0 + 2 * k] : 0u, b = 2 * k + 1 < cnt ? sym[i0 + 2 * k + 1] : 0u;
+        w[k] = a | (b << 16);
+    }
+    return cnt;
+}
+__device__ __forceinline__ uint32_t symbol_at(const uint32_t (&w)[16], int k) {
+    return (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
+}
+
+// Bit k set: symbol k of the thread exists (k < cnt) and is z.
+__device__ __forceinline__ uint32_t run_mask(const uint32_t (&w)[16], int cnt, uint32_t z) {
+    const uint32_t zz = z < 0x10000u ? z | (z << 16) : 0u;
+    uint32_t m = 0;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const uint32_t eq = __vcmpeq2(w[k], zz);  // 0xFFFF in each equal half
+        m |= ((eq & 1u) | ((eq >> 15) & 2u)) << (2 * k);
+    }
+    if (z >= 0x10000u) m = 0;
+    return cnt >= 32 ? m : m & ((1u << cnt) - 1u);
+}
+
+// Scan summary of a thread's symbols: kAllRun | 32 when all are z, else the trailing z count. (Only the last
+// thread with symbols can have fewer than 32, and no thread reads its summary.)
+__device__ __forceinline__ uint32_t run_summary(uint32_t mask) {
+    return mask == kFullMask ? (kAllRun | 32u) : (uint32_t)__clz(~mask);
+}
+
+// Calls emit(symbol or token, extra bits, extra) for the thread's items: the symbols other than z are visited
+// through the mask (z-heavy pieces cost a few iterations), their values read again from `sym` (an L1 hit). carry:
+// z symbols before the thread's first symbol in the sub-block; last: this thread ends the sub-block's symbols (it
+// emits a run still open).
+template <typename F>
+__device__ __forceinline__ void tokenize_thread(const uint16_t *__restrict__ sym, uint64_t i0, int cnt, uint32_t mask,
+                                                uint32_t carry, bool last, uint32_t A, uint32_t z, F &&emit) {
+    uint32_t run = carry;
+    auto flush = [&] {
+        if (run == 1) {
+            emit(z, 0, 0u);
+        } else if (run) {
+            const RatioRunToken t = ratio_run_token(run);
+            emit(A + t.offset, t.extra_bits, t.extra);
+        }
+        run = 0;
+    };
+    uint32_t others = ~mask & (cnt >= 32 ? kFullMask : ((1u << cnt) - 1u));
+    int prev = -1;
+    while (others) {
+        const int p = __ffs(others) - 1;
+        others &= others - 1;
+        run += (uint32_t)(p - prev - 1);
+        prev = p;
+        flush();
+        emit(__ldg(sym + i0 + p), 0, 0u);
+    }
+    run += (uint32_t)(cnt - prev - 1);
+    if (last) flush();
+}
+
+// Per thread of a sub-block block (TPB threads, 32 symbols each): loads the symbols and the run carry. Contains a
+// block-wide scan: every thread of the block must call it.
+template <int TPB> struct SubBlockRuns {
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    typename Scan::TempStorage tmp;
+    // Loads the thread's symbols of sub-block j: w, cnt, their z mask, the carry, whether it ends the sub-block,
+    // and i0, its first symbol's index.
+    __device__ __forceinline__ void load(const uint16_t *__restrict__ sym, uint64_t n, uint64_t j, int lg, uint32_t z,
+                                         uint32_t (&w)[16], int &cnt, uint32_t &mask, uint32_t &carry, bool &last,
+                                         uint64_t &i0) {
+        const uint64_t base = j << lg, end = min((unsigned long long)n, (unsigned long long)(base + (1ull << lg)));
+        i0 = base + 32 * (uint64_t)threadIdx.x;
+        cnt = load_symbols(sym, i0, end, w);
+        last = cnt > 0 && i0 + 32 >= end;
+        mask = run_mask(w, cnt, z);
+        uint32_t prefix;
+        Scan(tmp).ExclusiveScan(run_summary(mask), prefix, kAllRun, RunScanOp());
+        carry = prefix & ~kAllRun;
+    }
+};
+
 std::string error_text(uint32_t e) {
     if (e & kRErrFlags) return "ratio bitstream: block flags past the end of the bitstream";
     if (e & kRErrBlocks) return "ratio bitstream: inconsistent zero-block flags";
@@ -107,6 +217,44 @@ k_hist(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, uint32_t *__res
     }
 }
 
+// Token histogram (runs possible): blocks of one sub-block's threads loop over sub-blocks; shared bins when AT fits.
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_hist_runs(const uint16_t *__restrict__ sym, uint64_t n, uint64_t B, uint32_t A, uint32_t z,
+            uint32_t *__restrict__ hist, uint32_t *err) {
+    constexpr int TPB = 1 << (LG - 5);
+    extern __shared__ uint32_t sh[];
+    __shared__ SubBlockRuns<TPB> runs;
+    const uint32_t AT = A + kRatioRunTokens;
+    if constexpr (kShared) {
+        for (uint32_t i = threadIdx.x; i < AT; i += blockDim.x) sh[i] = 0;
+        __syncthreads();
+    }
+    uint32_t *h = kShared ? sh : hist;
+    bool bad = false;
+    for (uint64_t j = blockIdx.x; j < B; j += gridDim.x) {
+        uint32_t w[16], mask, carry;
+        int cnt;
+        bool last;
+        uint64_t i0;
+        runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
+        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int, uint32_t) {
+            if (v < AT) atomicAdd(&h[v], 1u);
+        });
+        // A symbol >= A would count as a token or fall outside: the call fails.
+#pragma unroll
+        for (int k = 0; k < 32; ++k)
+            if (k < cnt && symbol_at(w, k) >= A) bad = true;
+        __syncthreads();  // the scan storage is reused
+    }
+    if (bad) atomicOr(err, kRErrSymbol);
+    if constexpr (kShared) {
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < AT; i += blockDim.x)
+            if (sh[i]) atomicAdd(&hist[i], sh[i]);
+    }
+}
+
 // Code table entries (code << 16 | length) of the 32 symbols [i0, i0 + 32) (entries past n are 0).
 __device__ __forceinline__ void load_codes(const uint16_t *__restrict__ sym, uint64_t i0, uint64_t n,
                                            const uint32_t *table, uint32_t (&e)[32]) {
@@ -137,18 +285,30 @@ __device__ __forceinline__ const uint32_t *code_table(const uint32_t *__restrict
     }
 }
 
-template <int LG, bool kShared>
+// Bits of every sub-block. AT: code table size (A, or A + kRatioRunTokens with runs), A: symbols, z: run symbol.
+template <int LG, bool kShared, bool kRuns>
 __global__ void __launch_bounds__(1 << (LG - 5))
-k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_t *__restrict__ enc,
-           uint32_t *__restrict__ bits) {
+k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+           const uint32_t *__restrict__ enc, uint32_t *__restrict__ bits) {
     constexpr int TPB = 1 << (LG - 5);
     extern __shared__ uint32_t sh[];
-    const uint32_t *table = code_table<kShared>(enc, A, sh);
-    uint32_t e[32];
-    load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    __shared__ SubBlockRuns<TPB> runs;
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);
     uint32_t b = 0;
+    if constexpr (kRuns) {
+        uint32_t w[16], mask, carry;
+        int cnt;
+        bool last;
+        uint64_t i0;
+        runs.load(sym, n, blockIdx.x, LG, z, w, cnt, mask, carry, last, i0);
+        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
+                        [&](uint32_t v, int xb, uint32_t) { b += (table[v] & 31u) + xb; });
+    } else {
+        uint32_t e[32];
+        load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
 #pragma unroll
-    for (int k = 0; k < 32; ++k) b += e[k] & 31u;
+        for (int k = 0; k < 32; ++k) b += e[k] & 31u;
+    }
     using Reduce = cub::BlockReduce<uint32_t, TPB>;
     __shared__ typename Reduce::TempStorage tmp;
     const uint32_t sum = Reduce(tmp).Sum(b);
@@ -200,14 +360,16 @@ __global__ void k_offsets(const uint32_t *__restrict__ bits, const unsigned long
     }
 }
 
-template <int LG, bool kShared>
+template <int LG, bool kShared, bool kRuns>
 __global__ void __launch_bounds__(1 << (LG - 5))
-k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_t *__restrict__ enc,
-         const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
+k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+         const uint32_t *__restrict__ enc, const uint32_t *__restrict__ bits,
+         const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
     constexpr int TPB = 1 << (LG - 5);
     constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
     extern __shared__ uint32_t sh[];
     __shared__ uint32_t wbuf[kMaxWords];
+    __shared__ SubBlockRuns<TPB> runs;
     using Scan = cub::BlockScan<uint32_t, TPB>;
     __shared__ typename Scan::TempStorage tmp;
     const uint64_t j = blockIdx.x;
@@ -216,12 +378,22 @@ k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_
     const int lead = (int)(st & 31);
     const uint32_t nw = (uint32_t)((lead + nbits + 31) >> 5);
     for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
-    const uint32_t *table = code_table<kShared>(enc, A, sh);  // synchronizes when it loads
-    uint32_t e[32];
-    load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);  // synchronizes when it loads
+    uint32_t w[16], mask = 0, carry = 0;
+    int cnt = 0;
+    bool last = false;
+    uint64_t i0 = 0;
+    uint32_t e[kRuns ? 1 : 32];
     uint32_t mine = 0;
+    if constexpr (kRuns) {
+        runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
+        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
+                        [&](uint32_t v, int xb, uint32_t) { mine += (table[v] & 31u) + xb; });
+    } else {
+        load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
 #pragma unroll
-    for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
+        for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
+    }
     uint32_t off;
     Scan(tmp).ExclusiveSum(mine, off);
     __syncthreads();  // wbuf zeroed
@@ -229,16 +401,26 @@ k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, const uint32_
     uint32_t wi = pos >> 5;
     int fill = (int)(pos & 31);
     unsigned long long acc = 0;
-#pragma unroll
-    for (int k = 0; k < 32; ++k) {
-        const int l = (int)(e[k] & 31u);
-        if (!l) continue;  // past the last symbol
-        acc |= (unsigned long long)(e[k] >> 16) << (64 - fill - l);
+    // A code of l <= 28 bits (with extra bits) at the top of the 64-bit accumulator after `fill` bits.
+    auto put = [&](uint32_t code, int l) {
+        acc |= (unsigned long long)code << (64 - fill - l);
         fill += l;
         if (fill >= 32) {
             atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
             acc <<= 32;
             fill -= 32;
+        }
+    };
+    if constexpr (kRuns) {
+        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int xb, uint32_t extra) {
+            const uint32_t t = table[v];
+            put(((t >> 16) << xb) | extra, (int)(t & 31u) + xb);
+        });
+    } else {
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+            const int l = (int)(e[k] & 31u);
+            if (l) put(e[k] >> 16, l);  // l = 0: past the last symbol
         }
     }
     if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
@@ -257,7 +439,7 @@ __device__ __forceinline__ void put_le(uint8_t *p, unsigned long long v, int byt
 }
 
 __global__ void k_metadata(const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ poff, uint64_t n,
-                           int lg, uint64_t B, uint64_t P, uint8_t *__restrict__ dst) {
+                           int lg, uint64_t B, uint64_t P, bool runs, uint8_t *__restrict__ dst) {
     const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= B) return;
     const uint64_t p = j / kRatioPartition, r = j % kRatioPartition;
@@ -265,7 +447,7 @@ __global__ void k_metadata(const uint32_t *__restrict__ bits, const unsigned lon
     if (r == 0) put_le(dst + 8 * p, poff[p], 8);
     if (r + 1 < bp) {
         const uint64_t cnt = min((unsigned long long)(1ull << lg), (unsigned long long)(n - (j << lg)));
-        put_le(dst + 8 * P + 2 * ((kRatioPartition - 1) * p + r), bits[j] - cnt, 2);
+        put_le(dst + 8 * P + 2 * ((kRatioPartition - 1) * p + r), bits[j] - (runs ? 1 : cnt), 2);  // length floor
     }
 }
 
@@ -285,10 +467,11 @@ struct DecodeArgs {
     uint64_t n, B, P, total;
     uint32_t used;
     int lg, min_len, max_len;
+    uint32_t A, z;             // symbols and the run symbol (run tokens: codes A .. A + 22)
     uint32_t *err;
 };
 
-template <bool kSharedPerm>
+template <bool kSharedPerm, bool kRuns>
 __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     extern __shared__ uint32_t sh[];
     const int nshared = kBlobPerm + (kSharedPerm ? (int)((a.used + 1) / 2) : 0);
@@ -311,8 +494,9 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     const unsigned long long off = get_le(a.meta + 8 * p, 8);
     const unsigned long long next = p + 1 < a.P ? get_le(a.meta + 8 * (p + 1), 8) : a.total;
     const bool stored = (uint64_t)lane + 1 < bp;
+    const uint32_t floor_bits = kRuns ? 1u : (uint32_t)cnt;  // ratio_length_floor
     const uint32_t mine =
-        stored ? (uint32_t)cnt + (uint32_t)get_le(a.meta + 8 * a.P + 2 * ((kRatioPartition - 1) * p + lane), 2) : 0u;
+        stored ? floor_bits + (uint32_t)get_le(a.meta + 8 * a.P + 2 * ((kRatioPartition - 1) * p + lane), 2) : 0u;
     uint32_t incl = mine;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -327,7 +511,8 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         bad = bad || next < st;
         nbits = next - st;
     }
-    bad = bad || nbits < cnt * (uint64_t)a.min_len || nbits > cnt * (uint64_t)a.max_len || st + nbits > a.total;
+    bad = bad || nbits < (kRuns ? 1 : cnt) * (uint64_t)a.min_len || nbits > cnt * (uint64_t)a.max_len ||
+          st + nbits > a.total;
     if (bad) {
         set_error(a.err, kRErrMeta);
         return;
@@ -341,8 +526,9 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     w += 2;
     unsigned long long used = 0;
     bool invalid = false;
+    // Runs: refill below 32 bits, so a code (<= 16 bits) and its extra bits (<= 12) are always there.
     auto one = [&]() -> uint32_t {
-        if (nb < 16) {
+        if (nb < (kRuns ? 32 : 16)) {
             buf |= (unsigned long long)bswap32(__ldg(w++)) << (32 - nb);
             nb += 32;
         }
@@ -368,16 +554,57 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     };
     uint16_t *o = a.out + j * S;
     uint64_t i = 0;
-    for (; i + 8 <= cnt; i += 8) {
-        uint32_t v[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const uint32_t lo = one();
-            v[k] = lo | (one() << 16);
+    if constexpr (kRuns) {
+        // Symbols staged 8 at a time (lo: 0..3, hi: 4..7) for 16-byte stores; runs of z fill whole stores.
+        unsigned long long lo = 0, hi = 0;
+        int c = 0;
+        const uint32_t zz = a.z | (a.z << 16);
+        auto push = [&](uint32_t v) {
+            if (c < 4) lo |= (unsigned long long)v << (16 * c);
+            else hi |= (unsigned long long)v << (16 * (c - 4));
+            if (++c == 8) {
+                *reinterpret_cast<uint4 *>(o + i) =
+                    make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
+                i += 8;
+                lo = hi = 0;
+                c = 0;
+            }
+        };
+        bool overrun = false;
+        while (i + (uint64_t)c < cnt && !invalid) {
+            const uint32_t v = one();
+            if (v < a.A) {
+                push(v);
+                continue;
+            }
+            const int xb = ratio_run_extra_bits(v - a.A);
+            const uint32_t extra = xb ? (uint32_t)(buf >> (64 - xb)) : 0u;
+            buf <<= xb;
+            nb -= xb;
+            used += (uint64_t)xb;
+            uint32_t L = ratio_run_length(v - a.A, extra);
+            if (L > cnt - (i + (uint64_t)c)) {
+                overrun = true;
+                break;
+            }
+            for (; L && c; --L) push(a.z);
+            for (; L >= 8; L -= 8, i += 8) *reinterpret_cast<uint4 *>(o + i) = make_uint4(zz, zz, zz, zz);
+            for (; L; --L) push(a.z);
         }
-        *reinterpret_cast<uint4 *>(o + i) = make_uint4(v[0], v[1], v[2], v[3]);
+        for (int k = 0; k < c; ++k) o[i + (uint64_t)k] = (uint16_t)((k < 4 ? lo >> (16 * k) : hi >> (16 * (k - 4))) & 0xFFFFu);
+        if (overrun) set_error(a.err, kRErrLength);
+    } else {
+        for (; i + 8 <= cnt; i += 8) {
+            uint32_t v[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const uint32_t lo = one();
+                v[k] = lo | (one() << 16);
+            }
+            *reinterpret_cast<uint4 *>(o + i) = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+        for (; i < cnt; ++i) o[i] = (uint16_t)one();
     }
-    for (; i < cnt; ++i) o[i] = (uint16_t)one();
     if (invalid) set_error(a.err, kRErrCode);
     else if (used != nbits) set_error(a.err, kRErrLength);
 }
@@ -389,31 +616,58 @@ void check_aligned(const void *p, const char *what) {
         fail(ZB_ERR_INVALID_ARG, std::string("ratio: ") + what + " must be 16-byte aligned");
 }
 
-template <int LG>
-void launch_bits_and_encode(bool shared_table, uint64_t B, uint32_t A, cudaStream_t s, const uint16_t *sym,
-                            uint64_t n, const uint32_t *enc, uint32_t *bits, const unsigned long long *start,
-                            uint32_t *words, int phase) {
+// What the encoder kernels need of the codebook.
+struct EncodeTable {
+    uint32_t size, A, z;  // code table entries (A, or A + kRatioRunTokens with runs), symbols, run symbol
+    bool runs;
+};
+
+template <int LG, bool kShared, bool kRuns>
+void launch_phase(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
+                  const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words, int phase) {
     constexpr int TPB = 1 << (LG - 5);
-    const size_t shb = shared_table ? (size_t)A * 4 : 0;
+    const size_t shb = kShared ? (size_t)t.size * 4 : 0;
     if (phase == 0) {
-        if (shared_table) k_sub_bits<LG, true><<<(unsigned)B, TPB, shb, s>>>(sym, n, A, enc, bits);
-        else k_sub_bits<LG, false><<<(unsigned)B, TPB, 0, s>>>(sym, n, A, enc, bits);
+        k_sub_bits<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits);
         ZB_LAUNCHED("k_sub_bits");
     } else {
-        if (shared_table) k_encode<LG, true><<<(unsigned)B, TPB, shb, s>>>(sym, n, A, enc, bits, start, words);
-        else k_encode<LG, false><<<(unsigned)B, TPB, 0, s>>>(sym, n, A, enc, bits, start, words);
+        k_encode<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits, start, words);
         ZB_LAUNCHED("k_encode");
     }
 }
 
-void bits_and_encode(int lg, bool shared_table, uint64_t B, uint32_t A, cudaStream_t s, const uint16_t *sym,
-                     uint64_t n, const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
+template <int LG>
+void launch_bits_and_encode(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
+                            const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
+                            int phase) {
+    const bool shared_table = t.size <= kSharedTable;
+    if (t.runs) {
+        if (shared_table) launch_phase<LG, true, true>(B, t, s, sym, n, enc, bits, start, words, phase);
+        else launch_phase<LG, false, true>(B, t, s, sym, n, enc, bits, start, words, phase);
+    } else {
+        if (shared_table) launch_phase<LG, true, false>(B, t, s, sym, n, enc, bits, start, words, phase);
+        else launch_phase<LG, false, false>(B, t, s, sym, n, enc, bits, start, words, phase);
+    }
+}
+
+void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
+                     const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
                      int phase) {
     switch (lg) {
-        case 10: launch_bits_and_encode<10>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
-        case 11: launch_bits_and_encode<11>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
-        default: launch_bits_and_encode<12>(shared_table, B, A, s, sym, n, enc, bits, start, words, phase); break;
+        case 10: launch_bits_and_encode<10>(B, t, s, sym, n, enc, bits, start, words, phase); break;
+        case 11: launch_bits_and_encode<11>(B, t, s, sym, n, enc, bits, start, words, phase); break;
+        default: launch_bits_and_encode<12>(B, t, s, sym, n, enc, bits, start, words, phase); break;
     }
+}
+
+template <int LG>
+void launch_hist_runs(unsigned grid, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
+                      uint64_t n, uint32_t *hist, uint32_t *err) {
+    constexpr int TPB = 1 << (LG - 5);
+    const uint32_t AT = A + kRatioRunTokens;
+    if (AT <= kSharedHistBins) k_hist_runs<LG, true><<<grid, TPB, 4 * (size_t)AT, s>>>(sym, n, B, A, z, hist, err);
+    else k_hist_runs<LG, false><<<grid, TPB, 0, s>>>(sym, n, B, A, z, hist, err);
+    ZB_LAUNCHED("k_hist_runs");
 }
 
 }  // namespace
@@ -434,6 +688,10 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     P_ = P;
     lg_ = lg;
     const uint32_t A = alphabet;
+    // Run tokens are an option when the caller names a run symbol; the histogram then counts tokens.
+    const uint32_t z =
+        opt.run_symbol < A && A <= kRatioRunMaxAlphabet ? opt.run_symbol : kRatioNoRunSymbol;
+    const uint32_t AT = z < A ? A + kRatioRunTokens : A;
     // Upper bounds (16 bits per symbol) for everything sized by the bitstream.
     const uint64_t max_bytes = 2 * n, max_blocks = div_up(max_bytes, kBlockBytes), max_groups = div_up(max_blocks, 32);
     size_t scan_bytes = 0;
@@ -444,10 +702,10 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         void *temp;
     } b{};
     auto carve = [&](Carver &cv) {
-        b.hist = cv.take<uint32_t>(A);
+        b.hist = cv.take<uint32_t>(AT);
         b.err = cv.take<uint32_t>(1);
         b.totals = cv.take<unsigned long long>(2);
-        b.enc = cv.take<uint32_t>(A);
+        b.enc = cv.take<uint32_t>(AT);
         b.bits = cv.take<uint32_t>(B);
         b.poff = cv.take<unsigned long long>(P);
         b.start = cv.take<unsigned long long>(B);
@@ -462,10 +720,19 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     Carver cut{arena.reserve(measure.used)};
     carve(cut);
 
-    // 1. histogram
-    ZB_CUDA(cudaMemsetAsync(b.hist, 0, 4 * (size_t)A, s));
+    // 1. histogram (of tokens when runs are possible)
+    ZB_CUDA(cudaMemsetAsync(b.hist, 0, 4 * (size_t)AT, s));
     ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
     timed(timer, "ratio:histogram", [&] {
+        if (z < A) {
+            const unsigned grid = (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)c.sm_count * 16));
+            switch (lg) {
+                case 10: launch_hist_runs<10>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
+                case 11: launch_hist_runs<11>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
+                default: launch_hist_runs<12>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
+            }
+            return;
+        }
         const uint64_t nv = n >> 3;
         const unsigned grid =
             (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(div_up(nv, kHistThreads), (uint64_t)c.sm_count * 4));
@@ -473,41 +740,34 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         else k_hist<false><<<grid, kHistThreads, 0, s>>>(d_symbols, n, A, b.hist, b.err);
         ZB_LAUNCHED("k_hist");
     });
-    std::vector<uint32_t> h32((size_t)A + 1);
-    ZB_CUDA(cudaMemcpyAsync(h32.data(), b.hist, 4 * (size_t)A, cudaMemcpyDeviceToHost, s));
-    ZB_CUDA(cudaMemcpyAsync(h32.data() + A, b.err, 4, cudaMemcpyDeviceToHost, s));
+    std::vector<uint32_t> h32((size_t)AT + 1);
+    ZB_CUDA(cudaMemcpyAsync(h32.data(), b.hist, 4 * (size_t)AT, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaMemcpyAsync(h32.data() + AT, b.err, 4, cudaMemcpyDeviceToHost, s));
     ZB_CUDA(cudaStreamSynchronize(s));
-    if (h32[A] & kRErrSymbol) fail(ZB_ERR_INVALID_ARG, "ratio: a symbol is outside the alphabet of " + std::to_string(A));
+    if (h32[AT] & kRErrSymbol) fail(ZB_ERR_INVALID_ARG, "ratio: a symbol is outside the alphabet of " + std::to_string(A));
 
-    // 2. codebook on the host (the CPU encoder's functions)
-    std::vector<uint64_t> hist(h32.begin(), h32.begin() + A);
+    // 2. codebook on the host (the CPU encoder's functions, so the choice of tokens is the same)
+    std::vector<uint64_t> hist(h32.begin(), h32.begin() + AT);
     RatioCodebook cb;
-    cb.alphabet = A;
-    cb.sub_block_log2 = lg;
-    cb.len.assign(A, 0);
-    const int s0 = ratio_code_lengths(hist.data(), A, kRatioMaxCodeLength, cb.len.data());
-    if (s0 < 0) fail(ZB_ERR_INTERNAL, "ratio: code length construction failed");
-    cb.s0 = (uint32_t)s0;
-    ratio_assign_codes(cb);
-    uint64_t total = 0;
-    for (uint32_t k = 0; k < A; ++k) total += hist[k] * cb.len[k];
-    cb.total_bits = total;
+    ratio_choose_codebook(hist.data(), n, A, z, lg, cb);
+    const uint64_t total = cb.total_bits;
+    runs_ = cb.runs;
     codebook_ = ratio_write_codebook(cb);
-    enc_.resize(A);
-    for (uint32_t k = 0; k < A; ++k) enc_[k] = ((uint32_t)cb.code[k] << 16) | cb.len[k];
-    ZB_CUDA(cudaMemcpyAsync(b.enc, enc_.data(), 4 * (size_t)A, cudaMemcpyHostToDevice, s));
+    enc_.resize(cb.alphabet);
+    for (uint32_t k = 0; k < cb.alphabet; ++k) enc_[k] = ((uint32_t)cb.code[k] << 16) | cb.len[k];
+    ZB_CUDA(cudaMemcpyAsync(b.enc, enc_.data(), 4 * (size_t)cb.alphabet, cudaMemcpyHostToDevice, s));
+    const EncodeTable table{cb.alphabet, A, cb.runs ? z : kRatioNoRunSymbol, cb.runs};
 
     // 3. the Huffman bitstream
     const uint64_t bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes), ngroups = div_up(nblocks, 32);
     nblocks_ = nblocks;
-    const bool shared_table = A <= kSharedTable;
     timed(timer, "ratio:encode", [&] {
-        bits_and_encode(lg, shared_table, B, A, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 0);
+        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 0);
         k_part_scan<<<1, 1024, 0, s>>>(b.bits, B, P, b.poff);
         ZB_LAUNCHED("k_part_scan");
         k_offsets<<<grid_for(P * 32, 256), 256, 0, s>>>(b.bits, b.poff, B, P, total, 4 * nblocks, b.start, b.words);
         ZB_LAUNCHED("k_offsets");
-        bits_and_encode(lg, shared_table, B, A, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 1);
+        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 1);
     });
     // 4. zero-block flags and counts
     timed(timer, "ratio:sparse", [&] {
@@ -538,12 +798,13 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     stats_.huffman_bytes = bytes;
     stats_.used_symbols = cb.used;
     stats_.max_code_length = cb.max_len;
+    stats_.run_tokens = cb.runs;
 }
 
 void RatioEncoder::write(uint8_t *const *dst, cudaStream_t s, KernelTimer *timer) const {
     timed(timer, "ratio:segments", [&] {
         ZB_CUDA(cudaMemcpyAsync(dst[kRatioSegCodebook], codebook_.data(), len_[0], cudaMemcpyHostToDevice, s));
-        k_metadata<<<grid_for(B_, 256), 256, 0, s>>>(d_bits_, d_poff_, n_, lg_, B_, P_, dst[kRatioSegMetadata]);
+        k_metadata<<<grid_for(B_, 256), 256, 0, s>>>(d_bits_, d_poff_, n_, lg_, B_, P_, runs_, dst[kRatioSegMetadata]);
         ZB_LAUNCHED("k_metadata");
         ZB_CUDA(cudaMemcpyAsync(dst[kRatioSegFlags], d_flagw_, len_[2], cudaMemcpyDeviceToDevice, s));
         if (len_[3]) sparse_copy(d_words_, nblocks_, d_flagw_, d_off_, 1, 1, dst[kRatioSegBlocks], s);
@@ -553,7 +814,7 @@ void RatioEncoder::write(uint8_t *const *dst, cudaStream_t s, KernelTimer *timer
 // ---- decoder -----------------------------------------------------------------------------------------------------
 
 void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpan *h_codebook, uint64_t n,
-                  uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer) {
+                  uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer, bool allow_runs) {
     (void)c;
     if (n == 0 || n >= (1ull << 32)) fail(ZB_ERR_INVALID_ARG, "ratio: the GPU takes 1 .. 2^32-1 symbols");
     check_aligned(d_symbols, "symbols");
@@ -563,8 +824,8 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
     if (h_codebook) {
         cbs = *h_codebook;
     } else {
-        // Largest valid codebook: the fixed fields, a bitmap of 65536 bits and 65536 nibbles.
-        if (d_seg[kRatioSegCodebook].size > kRatioCodebookFixedBytes + 8192 + 32768)
+        // Largest valid codebook: the fixed fields, a bitmap of 65536 bits, 65536 nibbles and the run part.
+        if (d_seg[kRatioSegCodebook].size > kRatioCodebookFixedBytes + 8192 + 32768 + 6 + 12)
             fail(ZB_ERR_CORRUPT, "ratio codebook: segment too long");
         cbh.resize((size_t)d_seg[kRatioSegCodebook].size);
         if (!cbh.empty()) {
@@ -575,7 +836,7 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
     }
     RatioCodebook cb;
     std::string msg;
-    zb_status st = ratio_read_codebook(cbs, alphabet, cb, msg);
+    zb_status st = ratio_read_codebook(cbs, alphabet, cb, msg, allow_runs);
     if (st == ZB_OK) st = ratio_check_lengths(d_seg, n, cb, msg);
     if (st != ZB_OK) fail(st, msg);
     RatioDecodeTables tab;
@@ -636,13 +897,19 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
     a.lg = lg;
     a.min_len = cb.min_len;
     a.max_len = cb.max_len;
+    a.A = cb.symbols;
+    a.z = cb.run_symbol;
     a.err = b.err;
     timed(timer, "ratio:decode", [&] {
         const unsigned grid = grid_for(P * 32, kDecodeThreads);
-        if (cb.used <= kSharedTable)
-            k_decode<true><<<grid, kDecodeThreads, 4 * ((size_t)kBlobPerm + (cb.used + 1) / 2), s>>>(a);
-        else
-            k_decode<false><<<grid, kDecodeThreads, 4 * (size_t)kBlobPerm, s>>>(a);
+        const size_t small = 4 * ((size_t)kBlobPerm + (cb.used + 1) / 2), large = 4 * (size_t)kBlobPerm;
+        if (cb.runs) {
+            if (cb.used <= kSharedTable) k_decode<true, true><<<grid, kDecodeThreads, small, s>>>(a);
+            else k_decode<false, true><<<grid, kDecodeThreads, large, s>>>(a);
+        } else {
+            if (cb.used <= kSharedTable) k_decode<true, false><<<grid, kDecodeThreads, small, s>>>(a);
+            else k_decode<false, false><<<grid, kDecodeThreads, large, s>>>(a);
+        }
         ZB_LAUNCHED("k_decode");
     });
     uint32_t err = 0;
@@ -703,12 +970,12 @@ zb_status ratio_encode_gpu(const uint16_t *d_symbols, uint64_t n, uint32_t alpha
 }
 
 zb_status ratio_decode_gpu(const ByteSpan *d_segments, uint64_t n, uint32_t alphabet, cudaStream_t s,
-                           uint16_t *d_symbols, std::string &msg, Arena *scratch) {
+                           uint16_t *d_symbols, std::string &msg, Arena *scratch, bool allow_runs) {
     Arena local;
     return guarded_call(msg, s, [&] {
         Context &c = context();
         std::lock_guard<std::mutex> lock(c.mu);
-        ratio_decode(c, scratch ? *scratch : local, d_segments, nullptr, n, alphabet, d_symbols, s, nullptr);
+        ratio_decode(c, scratch ? *scratch : local, d_segments, nullptr, n, alphabet, d_symbols, s, nullptr, allow_runs);
     });
 }
 

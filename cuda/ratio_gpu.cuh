@@ -43,15 +43,17 @@ private:
     RatioStats stats_;
     uint64_t n_ = 0, B_ = 0, P_ = 0, nblocks_ = 0;
     int lg_ = kRatioSubBlockLog2;
+    bool runs_ = false;
     const uint32_t *d_bits_ = nullptr, *d_words_ = nullptr, *d_flagw_ = nullptr, *d_off_ = nullptr;
     const unsigned long long *d_poff_ = nullptr;
 };
 
 // Decodes the segments (device memory; d_segments[k].size their lengths) into d_symbols[0..n). h_codebook: a host
 // copy of segment 0, or null (then it is copied from the device). Validates like ratio_decode_cpu; throws
-// Failure(ZB_ERR_CORRUPT) on inconsistent data (d_symbols may be partly written then).
+// Failure(ZB_ERR_CORRUPT) on inconsistent data (d_symbols may be partly written then). allow_runs: the stream's
+// version has run tokens (v4), as for ratio_decode_cpu.
 void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_segments, const ByteSpan *h_codebook, uint64_t n,
-                  uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer);
+                  uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer, bool allow_runs = true);
 
 // ---- status-returning wrappers (tests, tools): take the context lock, never throw ----------------------------------
 
@@ -62,7 +64,7 @@ zb_status ratio_encode_gpu(const uint16_t *d_symbols, uint64_t n, uint32_t alpha
                            Arena *scratch = nullptr, const RatioOptions &opt = RatioOptions());
 // Decodes segments held in device memory into d_symbols.
 zb_status ratio_decode_gpu(const ByteSpan *d_segments, uint64_t n, uint32_t alphabet, cudaStream_t s,
-                           uint16_t *d_symbols, std::string &msg, Arena *scratch = nullptr);
+                           uint16_t *d_symbols, std::string &msg, Arena *scratch = nullptr, bool allow_runs = true);
 
 }  // namespace gpu
 }  // namespace zb

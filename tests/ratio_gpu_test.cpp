@@ -72,10 +72,11 @@ zb::gpu::Arena &arena() {
 
 // GPU encode == CPU encode, GPU decode of those bytes == input. Returns the CPU stats.
 void expect_parity(const std::vector<uint16_t> &sym, uint32_t A, const std::string &what,
-                   int lg = zb::kRatioSubBlockLog2) {
+                   int lg = zb::kRatioSubBlockLog2, uint32_t run_symbol = zb::kRatioNoRunSymbol) {
     SCOPED_TRACE(what);
     zb::RatioOptions opt;
     opt.sub_block_log2 = lg;
+    opt.run_symbol = run_symbol;
     std::vector<std::string> cpu, gpu;
     std::string msg;
     zb::RatioStats cs, gs;
@@ -93,6 +94,7 @@ void expect_parity(const std::vector<uint16_t> &sym, uint32_t A, const std::stri
     EXPECT_EQ(gs.payload_bytes, cs.payload_bytes);
     EXPECT_EQ(gs.metadata_bytes, cs.metadata_bytes);
     EXPECT_EQ(gs.max_code_length, cs.max_code_length);
+    EXPECT_EQ(gs.run_tokens, cs.run_tokens);
     DeviceSegments ds(cpu);
     DeviceArray<uint16_t> d_out(sym.size());
     ASSERT_EQ(zb::gpu::ratio_decode_gpu(ds.spans.data(), sym.size(), A, nullptr, d_out.p, msg, &arena()), ZB_OK) << msg;
@@ -142,6 +144,35 @@ TEST(RatioGpu, ParitySyntheticAndEdgeCases) {
 #endif
 }
 
+TEST(RatioGpu, ParityRunTokens) {
+    ZB_RATIO_REQUIRE_GPU();
+#ifdef ZBOUND_TEST_CUDA
+    // The run symbol 512: tokens wherever they pay (runs crossing the 32-symbol pieces of the GPU threads and the
+    // sub-block borders), plain streams elsewhere; the same choice and bytes as the CPU.
+    const uint64_t S = 4096;
+    for (uint64_t n : std::vector<uint64_t>{1, 2, 9, 31, 32, 33, S - 1, S, S + 1, 32 * S + 1, 100 * S + 333})
+        for (double scale : {0.0, 0.05, 0.4, 4.0})
+            expect_parity(ratiot::laplace_symbols(n, 1024, scale, (uint32_t)n + 5, 0.001), 1024,
+                          "runs n=" + std::to_string(n) + " scale=" + std::to_string(scale), zb::kRatioSubBlockLog2,
+                          512);
+    std::mt19937 rng(7);
+    std::vector<uint16_t> runs;
+    for (uint32_t L = 1; L <= 5000; L += 1 + L / 8) {
+        runs.insert(runs.end(), L, (uint16_t)512);
+        runs.push_back((uint16_t)(505 + rng() % 6));
+    }
+    for (int k = 0; k < 20000; ++k) {
+        runs.insert(runs.end(), rng() % 70, (uint16_t)512);
+        runs.push_back((uint16_t)(500 + rng() % 11 == 512 ? 511 : 500 + rng() % 11));
+    }
+    for (int lg = zb::kRatioMinSubBlockLog2; lg <= zb::kRatioMaxSubBlockLog2; ++lg)
+        expect_parity(runs, 1024, "runs of every length, lg=" + std::to_string(lg), lg, 512);
+    for (uint64_t n : {S * 3, S * 3 + 1, S * 3 + 31, S * 3 + 32})
+        expect_parity(std::vector<uint16_t>(n, 512), 1024, "only z, n=" + std::to_string(n), zb::kRatioSubBlockLog2,
+                      512);
+#endif
+}
+
 TEST(RatioGpu, ParityRealDataLorenzoCodes) {
     ZB_RATIO_REQUIRE_GPU();
 #ifdef ZBOUND_TEST_CUDA
@@ -153,8 +184,12 @@ TEST(RatioGpu, ParityRealDataLorenzoCodes) {
         size_t dims[3];
         if (!ratiot::read_plot3d(dir + "/" + name, x, dims)) continue;
         ++fields;
-        for (double rel : {1e-2, 1e-3, 1e-4})
-            expect_parity(ratiot::lorenzo_symbols(x, dims, rel), 1024, std::string(name) + " rel " + std::to_string(rel));
+        for (double rel : {1e-2, 1e-3, 1e-4}) {
+            const auto sym = ratiot::lorenzo_symbols(x, dims, rel);
+            expect_parity(sym, 1024, std::string(name) + " rel " + std::to_string(rel));
+            expect_parity(sym, 1024, std::string(name) + " rel " + std::to_string(rel) + " runs",
+                          zb::kRatioSubBlockLog2, 512);
+        }
     }
     if (!fields) GTEST_SKIP() << "no PLOT3D fields in " << dir << " (set ZBOUND_RATIO_DATA)";
 #endif
@@ -163,13 +198,18 @@ TEST(RatioGpu, ParityRealDataLorenzoCodes) {
 TEST(RatioGpu, CorruptSegmentsSameVerdictAsCpu) {
     ZB_RATIO_REQUIRE_GPU();
 #ifdef ZBOUND_TEST_CUDA
-    std::vector<uint16_t> sym = ratiot::laplace_symbols(33 * 1024 + 100, 1024, 3.0, 77, 0.002);
+    for (const bool runs : {false, true}) {
+    SCOPED_TRACE(runs ? "run tokens" : "plain");
+    std::vector<uint16_t> sym = ratiot::laplace_symbols(33 * 1024 + 100, 1024, runs ? 0.2 : 3.0, 77, 0.002);
     std::fill(sym.begin() + 2048, sym.begin() + 4096, (uint16_t)512);
     zb::RatioOptions opt;
     opt.sub_block_log2 = 10;
+    opt.run_symbol = runs ? 512 : zb::kRatioNoRunSymbol;
     std::vector<std::string> seg;
     std::string msg;
-    ASSERT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 1024, 1, seg, nullptr, msg, opt), ZB_OK);
+    zb::RatioStats st;
+    ASSERT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 1024, 1, seg, &st, msg, opt), ZB_OK);
+    ASSERT_EQ(st.run_tokens, runs);
     std::mt19937 rng(3);
     int corrupt = 0, cases = 0;
     // ZBOUND_RATIO_TRIALS: fewer flips per segment (for runs under compute-sanitizer).
@@ -207,8 +247,9 @@ TEST(RatioGpu, CorruptSegmentsSameVerdictAsCpu) {
     sym[1000] = 1024;
     DeviceArray<uint16_t> d_sym(sym.data(), sym.size());
     std::vector<std::string> out;
-    EXPECT_EQ(zb::gpu::ratio_encode_gpu(d_sym.p, sym.size(), 1024, nullptr, out, nullptr, msg, &arena()),
+    EXPECT_EQ(zb::gpu::ratio_encode_gpu(d_sym.p, sym.size(), 1024, nullptr, out, nullptr, msg, &arena(), opt),
               ZB_ERR_INVALID_ARG);
     EXPECT_TRUE(out.empty());
+    }
 #endif
 }

@@ -46,8 +46,11 @@ struct RatioRunToken {
 };
 ZB_HD RatioRunToken ratio_run_token(uint32_t L) {
     if (L <= kRatioRunExactMax) return {L - 2, 0, 0};
-    int k = 31;
-    while (!((L >> k) & 1)) --k;
+#if defined(__CUDA_ARCH__)
+    const int k = 31 - __clz(L);
+#else
+    const int k = 31 - __builtin_clz(L);
+#endif
     return {(kRatioRunExactMax - 1) + (uint32_t)(k - kRatioRunMinClass), k, L - (1u << k)};
 }
 // Extra bits after token A + offset (0 for the exact tokens).
