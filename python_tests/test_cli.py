@@ -111,10 +111,11 @@ def test_file_round_trip_holds_bound(tmp_path, fields, name, rel):
     zb("compress", raw, *raw_opts(arr), "--rel", rel, "-o", zfile)
     info = info_json(zfile)
     # docs/FORMAT.md section 7: Lorenzo + fast (and raw passthrough) is written as v1, Lorenzo + ratio as v2, the
-    # interp predictor as v3.
+    # interp predictor as v3; a ratio stream with run tokens (section 11) as v4.
     assert info["predictor"] in ("lorenzo", "interp", "none") and info["encoder"] in ("fast", "ratio", "none")
     v1 = (info["predictor"], info["encoder"]) in (("lorenzo", "fast"), ("none", "none"))
-    assert info["format_version"] == (1 if v1 else 3 if info["predictor"] == "interp" else 2)
+    base = 1 if v1 else 3 if info["predictor"] == "interp" else 2
+    assert info["format_version"] in ((base, 4) if info["encoder"] == "ratio" else (base,))
     assert info["dtype"] == ("f64" if arr.dtype == np.float64 else "f32")
     assert info["n"] == arr.size
     assert info["decompressed_bytes"] == arr.nbytes
