@@ -60,6 +60,10 @@ bool available() { return gpu::try_context(nullptr); }
 // The pipeline of explicit parameters (AUTO: the v1 defaults; core's API passes the pipeline it chose explicitly):
 // false with a message for a pipeline this backend does not run, else v2 = whether it is a format-v2 one.
 bool gpu_pipeline(const zb_params &p, bool &v2, std::string &msg) {
+    if (p.mode == ZB_MODE_PW_REL) {  // the API compresses the log magnitudes with an ABS bound instead
+        msg = "the point-wise relative bound is not a pipeline of this backend";
+        return false;
+    }
     uint8_t pred, enc;
     resolve_pipeline(p, pred, enc);
     v2 = !is_v1_pipeline(pred, enc);
@@ -174,6 +178,10 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         ZB_CUDA(cudaStreamSynchronize(s));
         Header h;
         if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
+        if (h.version == kFormatVersionV5) {
+            msg = "point-wise relative streams decode from host buffers (zb_decompress) in this version";
+            return ZB_ERR_UNSUPPORTED;
+        }
         if (h.version != kFormatVersionV1 && !gpu::gpu_runs_v2(h.predictor, h.encoder)) {
             msg = "Lorenzo + ratio streams decode on the CPU only in this version";
             return ZB_ERR_UNSUPPORTED;

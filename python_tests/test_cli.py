@@ -362,7 +362,7 @@ def small_raw(tmp_path, fields):
     (["compress", "{raw}", "-t", "f32", "-d", "451x600", "--abs", "1"], 2, "needs 1082400"),
     (["compress", "{raw}", "-t", "f64", "--abs", "1"], 2, "not a multiple of 8"),
     (["compress", "{raw}", "-t", "f32"], 2, "give an error bound"),
-    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--rel", "1"], 2, "only one of --abs and --rel"),
+    (["compress", "{raw}", "-t", "f32", "--abs", "1", "--rel", "1"], 2, "only one of --abs, --rel and --pw-rel"),
     (["compress", "{raw}", "-t", "f32", "--abs", "inf"], 2, "not a finite number"),
     (["compress", "{raw}", "-t", "f32", "--rel", "-0.1"], 2, "must be >= 0"),
     (["compress", "{raw}", "-t", "f32", "--abs", "1", "--encoder", "zip"], 2, "'zip' is not one of"),

@@ -141,14 +141,7 @@ TEST(Format, EveryBitFlipIsAnError) {
     }
 }
 
-// Re-seals a modified stream with valid checksums, so that the structural checks must catch the damage.
-void reseal(std::vector<uint8_t> &s) {
-    const int nseg = zb::get_u16(s.data() + 14);
-    const size_t hb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
-    if (s.size() < hb) return;
-    zb::put_u32(s.data() + hb - 8, zb::payload_checksum(s.data() + hb, s.size() - hb, 1));
-    zb::put_u32(s.data() + hb - 4, zb::crc32c(s.data(), hb - 4));
-}
+using zbt::reseal;
 
 TEST(Format, CraftedInconsistenciesAreErrors) {
     const auto s = sample_stream();

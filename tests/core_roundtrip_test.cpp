@@ -215,8 +215,9 @@ TEST(Api, RejectsBadArguments) {
     EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, zero, buf.data(), buf.size(), &len, nullptr), ZB_ERR_INVALID_ARG);
     EXPECT_EQ(zb_compress(nullptr, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr),
               ZB_ERR_INVALID_ARG);
-    p.mode = ZB_MODE_PW_REL;
-    EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_UNSUPPORTED);
+    p.mode = (zb_mode)3;
+    EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(zb_last_error()).find("mode"), std::string::npos);
     p = zb_params_default();
     p.encoder = (zb_encoder)7;
     EXPECT_EQ(zb_compress(&p, ZB_F32, d.data(), 1, dims, buf.data(), buf.size(), &len, nullptr), ZB_ERR_INVALID_ARG);

@@ -20,7 +20,7 @@ size_t count_of(const Dims &d) {
 std::string name_of(const char *kind, const Dims &d, const zb_params &p) {
     std::string s = std::string(kind) + " dims";
     for (size_t v : d) s += " " + std::to_string(v);
-    s += p.mode == ZB_MODE_ABS ? " abs " : " rel ";
+    s += p.mode == ZB_MODE_ABS ? " abs " : p.mode == ZB_MODE_REL ? " rel " : " pw_rel ";
     s += std::to_string(p.bound);
     return s;
 }
@@ -102,6 +102,32 @@ template <typename T> void specials() {
 }
 TEST(GpuParity, SpecialValuesF32) { specials<float>(); }
 TEST(GpuParity, SpecialValuesF64) { specials<double>(); }
+
+// The point-wise relative mode (format v5): the inner stream of log magnitudes runs on the GPU, the transform and
+// the check on the host; the bytes and the decoded values must be the CPU's.
+template <typename T> void point_wise_relative() {
+    ZB_REQUIRE_GPU();
+    const T fill = (T)-9999.9;
+    uint32_t seed = 300;
+    const std::pair<zb_predictor, zb_encoder> pipelines[] = {
+        {ZB_PRED_INTERP, ZB_ENC_RATIO}, {ZB_PRED_INTERP, ZB_ENC_FAST}, {ZB_PRED_LORENZO, ZB_ENC_FAST}};
+    for (const Dims &d : std::vector<Dims>{{5}, {70001}, {123, 457}, {17, 19, 23}, {64, 64, 64}})
+        for (double b : {1e-2, 1e-4})
+            for (const auto &pipe : pipelines) {
+                auto data = with_specials<T>(d, seed++, fill);
+                for (size_t i = 0; i < data.size(); i += 53) data[i] = 0;  // zeros are stored exactly
+                for (size_t i = 1; i < data.size(); i += 7) data[i] = -data[i];
+                zb_params p = params(ZB_MODE_PW_REL, b);
+                p.predictor = pipe.first;
+                p.encoder = pipe.second;
+                p.has_fill = 1;
+                p.fill_bits = zbt::bits(fill);
+                gput::expect_parity(data, d, p, name_of("pw_rel", d, p));
+                if (::testing::Test::HasFatalFailure()) return;
+            }
+}
+TEST(GpuParity, PointWiseRelativeF32) { point_wise_relative<float>(); }
+TEST(GpuParity, PointWiseRelativeF64) { point_wise_relative<double>(); }
 
 // Values the quantizer cannot hold: |x| / (2 eb) beyond 2^30, and values just around that limit.
 template <typename T> void outliers() {

@@ -90,7 +90,11 @@ void expect_parity(const std::vector<T> &data, const std::vector<size_t> &dims, 
         const uint64_t fb = p.fill_bits;
         std::memcpy(&fill, &fb, sizeof(T));  // little-endian: the low bytes hold an f32 fill
     }
-    EXPECT_EQ(zbt::count_violations(data, from_cpu_stream, zbt::abs_bound_of(cpu.bytes), has_fill, fill), 0u);
+    if (p.mode == ZB_MODE_PW_REL) {
+        EXPECT_EQ(zbt::count_pw_violations(data, from_cpu_stream, p.bound, has_fill, fill), 0u);
+    } else {
+        EXPECT_EQ(zbt::count_violations(data, from_cpu_stream, zbt::abs_bound_of(cpu.bytes), has_fill, fill), 0u);
+    }
 }
 
 }  // namespace gput

@@ -4,9 +4,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
+#include "zb_bytes.h"
+#include "zb_crc32c.h"
+#include "zb_format.h"
 #include "zbound.h"
 
 namespace zbt {
@@ -78,6 +82,53 @@ size_t count_violations(const std::vector<T> &orig, const std::vector<T> &dec, d
             ADD_FAILURE() << "value " << i << ": original " << a << " decoded " << b << " bound " << eb;
     }
     return bad;
+}
+
+// Finite non-fill x: |x - x'| <= pw |x| (so zeros exactly); NaN, Inf, fill and every zero bit for bit.
+template <typename T>
+size_t count_pw_violations(const std::vector<T> &orig, const std::vector<T> &dec, double pw, bool has_fill = false,
+                     T fill = T(0)) {
+    size_t bad = 0;
+    for (size_t i = 0; i < orig.size(); ++i) {
+        const T a = orig[i], b = dec[i];
+        const bool exact = !std::isfinite(a) || a == 0 || (has_fill && zbt::bits(a) == zbt::bits(fill));
+        const long double err = std::fabs((long double)a - (long double)b);
+        const bool ok = exact ? zbt::bits(a) == zbt::bits(b) : err <= (long double)pw * std::fabs((long double)a);
+        if (!ok && ++bad <= 5)
+            ADD_FAILURE() << "value " << i << ": original " << a << " decoded " << b << " pw_rel " << pw;
+    }
+    return bad;
+}
+
+// Reads a PLOT3D q file (the NASA CFD fields of ../shared/data): 3 big-endian int32 dims (ni, nj, nk), 4 floats,
+// then 5 variables of nk x nj x ni big-endian floats; dims = {5, nk, nj, ni}.
+inline bool read_plot3d(const std::string &path, std::vector<float> &out, std::vector<size_t> &dims) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    std::vector<uint8_t> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (raw.size() < 28) return false;
+    auto be32 = [&](size_t off) {
+        return (uint32_t)raw[off] << 24 | (uint32_t)raw[off + 1] << 16 | (uint32_t)raw[off + 2] << 8 | raw[off + 3];
+    };
+    const size_t ni = be32(0), nj = be32(4), nk = be32(8), n = 5 * nk * nj * ni;
+    if (raw.size() < 28 + 4 * n) return false;
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t u = be32(28 + 4 * i);
+        std::memcpy(&out[i], &u, 4);
+    }
+    dims = {5, nk, nj, ni};
+    return true;
+}
+
+// Re-seals a modified stream with valid checksums, so that the structural checks must catch the damage.
+inline void reseal(std::vector<uint8_t> &s) {
+    if (s.size() < zb::kHeaderFixedBytes) return;
+    const int nseg = zb::get_u16(s.data() + 14);
+    const size_t hb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
+    if (s.size() < hb) return;
+    zb::put_u32(s.data() + hb - 8, zb::payload_checksum(s.data() + hb, s.size() - hb, 1));
+    zb::put_u32(s.data() + hb - 4, zb::crc32c(s.data(), hb - 4));
 }
 
 }  // namespace zbt

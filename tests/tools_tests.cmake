@@ -26,12 +26,14 @@ zb_cli_test(help 0 "compress.*decompress.*info.*cdvalues.*bench" --help)
 foreach(cmd compress decompress info cdvalues bench)
   zb_cli_test(help_${cmd} 0 "usage: zbound ${cmd}" ${cmd} --help)
 endforeach()
-zb_cli_test(version 0 "zbound [0-9]+\\.[0-9]+\\.[0-9]+ \\(stream format 4" --version)
+zb_cli_test(version 0 "zbound [0-9]+\\.[0-9]+\\.[0-9]+ \\(stream format 5" --version)
 
 # Bound checked on every value of a real 4D field, three relative bounds and one absolute, f32.
 zb_cli_test(bench_cfd_rel 0 "violations: 0 " bench ${_zb_cfd} ${_zb_cfd_opts} --rel 1e-2,1e-3,1e-4 --repeat 2)
 zb_cli_test(bench_cfd_abs 0 "violations: 0 " bench ${_zb_cfd} ${_zb_cfd_opts} --abs 0.5 --repeat 2
             --predictor lorenzo --encoder fast --threads 1)
+# The point-wise bound, checked per value against pw_rel * |x| (the momenta have both signs).
+zb_cli_test(bench_cfd_pw_rel 0 "violations: 0 " bench ${_zb_cfd} ${_zb_cfd_opts} --pw-rel 1e-2,1e-4 --repeat 1)
 zb_cli_test(bench_cfd_json 0 "\"bound_ok\":true.*\"compress_kernel_gbps\""
             bench ${_zb_cfd} ${_zb_cfd_opts} --rel 1e-3 --repeat 2 --json)
 zb_cli_test(bench_cfd_tiled 0 "\"dims\":\"[0-9]+x25x33x57\".*\"bound_ok\":true"
@@ -61,7 +63,7 @@ zb_cli_test(err_bad_type 2 "'f16' is not a supported type" compress ${_zb_cfd} -
 zb_cli_test(err_dims_size 2 "has 940500 bytes after the offset but -d 5x25x33x56"
             compress ${_zb_cfd} -t f32 --offset 28 -d 5x25x33x56 --abs 1)
 zb_cli_test(err_no_bound 2 "give an error bound" compress ${_zb_cfd} ${_zb_cfd_opts})
-zb_cli_test(err_two_bounds 2 "only one of --abs and --rel" compress ${_zb_cfd} ${_zb_cfd_opts} --abs 1 --rel 1)
+zb_cli_test(err_two_bounds 2 "only one of --abs, --rel and --pw-rel" compress ${_zb_cfd} ${_zb_cfd_opts} --abs 1 --rel 1)
 zb_cli_test(err_negative_bound 2 "must be >= 0" compress ${_zb_cfd} ${_zb_cfd_opts} --abs -1)
 zb_cli_test(err_nan_bound 2 "not a finite number" compress ${_zb_cfd} ${_zb_cfd_opts} --rel nan)
 zb_cli_test(err_bad_dims 2 "-d/--dims" compress ${_zb_cfd} -t f32 -d 5x0x3 --abs 1)

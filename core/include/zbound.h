@@ -11,7 +11,7 @@
  *   s = zb_decompress(buf, len, out, n * sizeof(float), ZB_BACKEND_AUTO, NULL);
  *
  * Guarantee: for every finite value x that is not the fill value, |x - x'| <= the absolute bound recorded in the
- * stream; NaN (with payload), +-Inf, -0.0 and the fill value come back bit for bit.
+ * stream (PW_REL: <= bound * |x|); NaN (with payload), +-Inf, -0.0 and the fill value come back bit for bit.
  *
  * All functions are thread-safe and reentrant; error details are kept per thread (zb_last_error).
  */
@@ -35,7 +35,7 @@ extern "C" {
 #define ZBOUND_VERSION_MAJOR 0
 #define ZBOUND_VERSION_MINOR 1
 #define ZBOUND_VERSION_PATCH 0
-#define ZBOUND_FORMAT_VERSION 4
+#define ZBOUND_FORMAT_VERSION 5
 
 /** Status codes. ZB_OK is 0; every other value is an error and zb_last_error() says why. */
 typedef enum zb_status {
@@ -55,7 +55,8 @@ typedef enum zb_status {
 typedef enum zb_dtype { ZB_F32 = 1, ZB_F64 = 2 } zb_dtype;
 
 /** Error-bound modes. ABS: |x - x'| <= bound. REL: bound * (max - min) over the finite, non-fill values of the
- *  array given to one call (for HDF5 that is one chunk). PW_REL is reserved (not in format v1). */
+ *  array given to one call (for HDF5 that is one chunk). PW_REL (point-wise relative): |x - x'| <= bound * |x| for
+ *  every finite non-fill value, so zeros come back exactly and signs are kept (format v5; host buffers only). */
 typedef enum zb_mode { ZB_MODE_ABS = 0, ZB_MODE_REL = 1, ZB_MODE_PW_REL = 2 } zb_mode;
 
 typedef enum zb_predictor { ZB_PRED_AUTO = 0, ZB_PRED_LORENZO = 1, ZB_PRED_INTERP = 2 } zb_predictor;
@@ -96,7 +97,7 @@ typedef struct zb_stream_info {
     size_t stream_bytes;     /**< header + payload */
     zb_mode mode;
     double bound;            /**< as the user gave it */
-    double abs_bound;        /**< derived absolute bound (0 = lossless) */
+    double abs_bound;        /**< derived absolute bound (0 = lossless); PW_REL: the bound on the base-2 log magnitudes */
     zb_predictor predictor;  /**< 0 for raw passthrough */
     zb_encoder encoder;      /**< 0 for raw passthrough */
     int raw;                 /**< 1 if stored raw (compression did not pay) */

@@ -10,7 +10,7 @@
 namespace zb {
 
 constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
-constexpr uint16_t kFormatVersion = 4;     // newest version this library reads and writes
+constexpr uint16_t kFormatVersion = 5;     // newest version this library reads and writes
 constexpr uint16_t kFormatVersionV1 = 1;   // Lorenzo + fast encoder streams are still written as v1 (byte-stable)
 constexpr uint16_t kFormatVersionV2 = 2;   // Lorenzo + ratio; interp streams with codes in index order (read only)
 // Version 3 = the version 2 layout with the interp predictor's codes in pass order (docs/FORMAT.md section 10).
@@ -18,6 +18,9 @@ constexpr uint16_t kFormatVersionV3 = 3;
 // Version 4 = version 2 (Lorenzo) or 3 (interp) where the ratio encoder's bitstream has run tokens (section 9);
 // a writer uses it only for streams that have them.
 constexpr uint16_t kFormatVersionV4 = 4;
+// Version 5 = the point-wise relative mode (section 12): a container around an inner ABS stream (versions 1-4) of
+// the values' base-2 log magnitudes, with their signs and the values stored exactly.
+constexpr uint16_t kFormatVersionV5 = 5;
 constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
 constexpr int kMaxSegments = 16;  // v2 with the ratio encoder uses up to 1 + 4 + 1 + 5
 
@@ -40,6 +43,12 @@ constexpr int kFastCodeSegmentCount = 2;      // block flags, non-zero blocks
 constexpr int32_t kFastRadius = 32768;   // every |code| < 2^15 fits a sign-magnitude 16-bit code
 constexpr int32_t kRatioRadius = 512;    // ratio encoder: symbol = code + R in [1, 2R), 0 = escaped anchor delta
 int v2_encoder_segments(uint8_t encoder);     // 0 if unknown
+
+// Format v5 (docs/FORMAT.md section 12): parameters, inner stream, sign-bit flags and blocks, five exception segments.
+enum PwRelSegment { kPwSegParams = 0, kPwSegInner, kPwSegSignFlags, kPwSegSignBlocks, kPwSegExceptions };
+constexpr int kPwRelSegmentCount = kPwSegExceptions + 5;
+constexpr uint64_t kPwRelParamBytes = 8;   // u32 transform (1 = base-2 log of the magnitude), u32 reserved (0)
+constexpr uint32_t kPwRelTransformLog2 = 1;
 
 enum HeaderFlags : uint8_t { kFlagRaw = 1, kFlagEscapes = 2, kFlagExceptions = 4, kKnownFlags = 7 };
 

@@ -12,6 +12,7 @@
 #include "zb_cpu.h"
 #include "zb_format.h"
 #include "zb_gpu_ops.h"
+#include "zb_pwrel.h"
 #include "zb_ratio.h"
 #include "zbound.h"
 
@@ -88,9 +89,7 @@ zb_status check_params(const zb_params *p) {
     if (!p) return set_error(ZB_ERR_INVALID_ARG, "params is null");
     const int mode = as_int(p->mode), pred = as_int(p->predictor), enc = as_int(p->encoder),
               backend = as_int(p->backend);
-    if (mode == ZB_MODE_PW_REL)
-        return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound is not in stream format v1 yet");
-    if (mode != ZB_MODE_ABS && mode != ZB_MODE_REL)
+    if (mode != ZB_MODE_ABS && mode != ZB_MODE_REL && mode != ZB_MODE_PW_REL)
         return set_error(ZB_ERR_INVALID_ARG, "unknown bound mode " + std::to_string(mode));
     if (!std::isfinite(p->bound) || p->bound < 0)
         return set_error(ZB_ERR_INVALID_ARG, "the bound must be finite and >= 0, got " + std::to_string(p->bound));
@@ -135,6 +134,148 @@ void fill_stats(zb_run_stats *st, zb_backend used, double kernel, double total, 
     st->bytes_out = out;
 }
 
+// Compression with an ABS or REL bound, after the argument checks (also the inner stream of PW_REL).
+zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *src, const zb::Shape &shape,
+                          void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats) {
+    const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
+    const double t0 = now_seconds();
+    std::string msg;
+    bool required = false;
+    const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
+    const int nt = zb::resolve_threads(params->threads, shape.n);
+    // The choice depends on the data and parameters only, never on the backend: the CPU and the GPU must
+    // write the same bytes (DESIGN invariant 4). A pipeline the GPU does not run goes to the CPU.
+    uint8_t pred, enc;
+    zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
+    const bool v1 = zb::is_v1_pipeline(pred, enc);
+    if (gpu && !v1 && gpu_runs(pred, enc)) {
+        // The GPU runs the interp pipeline too; the pipeline chosen here (predictor/encoder auto included) is
+        // passed explicitly, so both backends write it.
+        zb_params gp = *params;
+        gp.predictor = ZB_PRED_INTERP;
+        gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
+        const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
+        if (s == ZB_OK) return ZB_OK;
+        if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
+        log_once("GPU compression failed, using the CPU: " + msg);
+        gpu = nullptr;
+    } else if (gpu && !v1) {
+        const std::string why = std::string(kLorenzoRatioCpuOnly) +
+                                (params->encoder == ZB_ENC_AUTO || params->predictor == ZB_PRED_AUTO
+                                     ? " (chosen by auto; set encoder=fast or predictor=interp for the GPU)"
+                                     : "");
+        // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
+        if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
+        log_once(why);
+        gpu = nullptr;
+        required = false;
+    }
+    if (gpu) {
+        const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
+        if (s == ZB_OK) return ZB_OK;
+        if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
+        log_once("GPU compression failed, using the CPU: " + msg);
+    } else if (required) {
+        return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
+                                     "no driver)");
+    }
+    uint8_t *out = static_cast<uint8_t *>(dst);
+    const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
+                           : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
+                                                 dst_len, nt, msg);
+    if (s != ZB_OK) return set_error(s, msg);
+    const double dt = now_seconds() - t0;
+    fill_stats(stats, ZB_BACKEND_CPU, dt, dt, in_bytes, *dst_len);
+    return ZB_OK;
+}
+
+zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Shape &shape, zb_run_stats *stats,
+                                bool decoding);
+void finish_pwrel_stats(zb_run_stats *st, double t0, size_t in, size_t out);
+
+// Decompression after the argument checks (also of the inner stream of PW_REL).
+zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, size_t dst_capacity,
+                            zb_backend backend, zb_run_stats *stats) {
+    const double t0 = now_seconds();
+    zb::Header h;
+    std::string msg;
+    if (zb_status s = zb::read_header(stream, src_len, h, msg, true, zb::resolve_threads(0, src_len / 4)))
+        return set_error(s, msg);
+    const int nt = zb::resolve_threads(0, h.shape.n);
+    const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
+    if (dst_capacity < out_bytes)
+        return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
+                                                      " bytes, the stream decodes to " +
+                                                      std::to_string(out_bytes));
+    if (h.version == zb::kFormatVersionV5) {
+        if (stats) *stats = zb_run_stats{};
+        const zb::PwRelInnerCodec inner = inner_codec(backend, h.dtype, h.shape, stats, true);
+        if (zb_status s = zb::pwrel_decompress(h, stream, dst, nt, inner, msg)) return set_error(s, msg);
+        finish_pwrel_stats(stats, t0, src_len, out_bytes);
+        return ZB_OK;
+    }
+    bool required = false;
+    const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
+    // Raw passthrough is always version 1 (read_header rejects the flag in any other), and the GPU decodes v1.
+    if (gpu && h.version != zb::kFormatVersionV1 && !gpu_runs(h.predictor, h.encoder)) {
+        const char *why = kLorenzoRatioCpuOnly;
+        if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
+        log_once(why);
+        gpu = nullptr;
+        required = false;
+    }
+    if (gpu) {
+        const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
+        if (s == ZB_OK) return ZB_OK;
+        if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
+        log_once("GPU decompression failed, using the CPU: " + msg);
+    } else if (required) {
+        return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
+    }
+    const zb_status s = h.version == zb::kFormatVersionV1 ? zb::cpu_decompress(h, stream, dst, nt, msg)
+                                                           : zb::cpu_decompress_v2(h, stream, dst, nt, msg);
+    if (s != ZB_OK) return set_error(s, msg);
+    const double dt = now_seconds() - t0;
+    fill_stats(stats, ZB_BACKEND_CPU, dt, dt, src_len, out_bytes);
+    return ZB_OK;
+}
+
+// Adds the kernel time of an inner call to the whole call's stats; the backend is the inner stream's encoder's
+// (or decoder's, when decoding).
+void add_inner_stats(zb_run_stats *st, const zb_run_stats &inner, bool set_backend) {
+    if (!st) return;
+    st->kernel_seconds += inner.kernel_seconds;
+    if (set_backend) st->backend_used = inner.backend_used;
+}
+
+// The inner stream of a PW_REL call goes through the same backend choice as any other call. The stats report the
+// inner encoder's backend when compressing (the check decodes too), the decoder's when decompressing.
+zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Shape &shape, zb_run_stats *stats,
+                                bool decoding) {
+    zb::PwRelInnerCodec c;
+    c.compress = [=](const zb_params &ip, const void *values, uint8_t *d, size_t cap, size_t *len) {
+        zb_run_stats is{};
+        const zb_status s = compress_values(&ip, dtype, values, shape, d, cap, len, &is);
+        add_inner_stats(stats, is, true);
+        return s;
+    };
+    c.decompress = [=](const uint8_t *stream, size_t len, void *values) {
+        zb_run_stats is{};
+        const zb_status s =
+            decompress_stream(stream, len, values, (size_t)shape.n * dtype_size(dtype), backend, &is);
+        add_inner_stats(stats, is, decoding);
+        return s;
+    };
+    return c;
+}
+
+void finish_pwrel_stats(zb_run_stats *st, double t0, size_t in, size_t out) {
+    if (!st) return;
+    st->total_seconds = now_seconds() - t0;
+    st->bytes_in = in;
+    st->bytes_out = out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -164,55 +305,16 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         zb::Shape shape;
         if (!zb::fold_shape(rank, dims, shape))
             return set_error(ZB_ERR_INVALID_ARG, "bad shape: rank must be 0..64 and every dim > 0");
-        const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
+        if (as_int(params->mode) != ZB_MODE_PW_REL)
+            return compress_values(params, dtype, src, shape, dst, dst_capacity, dst_len, stats);
         const double t0 = now_seconds();
+        if (stats) *stats = zb_run_stats{};
+        const zb::PwRelInnerCodec inner = inner_codec(params->backend, dtype, shape, stats, false);
         std::string msg;
-        bool required = false;
-        const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
-        const int nt = zb::resolve_threads(params->threads, shape.n);
-        // The choice depends on the data and parameters only, never on the backend: the CPU and the GPU must
-        // write the same bytes (DESIGN invariant 4). A pipeline the GPU does not run goes to the CPU.
-        uint8_t pred, enc;
-        zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
-        const bool v1 = zb::is_v1_pipeline(pred, enc);
-        if (gpu && !v1 && gpu_runs(pred, enc)) {
-            // The GPU runs the interp pipeline too; the pipeline chosen here (predictor/encoder auto included) is
-            // passed explicitly, so both backends write it.
-            zb_params gp = *params;
-            gp.predictor = ZB_PRED_INTERP;
-            gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
-            const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
-            if (s == ZB_OK) return ZB_OK;
-            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
-            log_once("GPU compression failed, using the CPU: " + msg);
-            gpu = nullptr;
-        } else if (gpu && !v1) {
-            const std::string why = std::string(kLorenzoRatioCpuOnly) +
-                                    (params->encoder == ZB_ENC_AUTO || params->predictor == ZB_PRED_AUTO
-                                         ? " (chosen by auto; set encoder=fast or predictor=interp for the GPU)"
-                                         : "");
-            // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
-            if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
-            log_once(why);
-            gpu = nullptr;
-            required = false;
-        }
-        if (gpu) {
-            const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
-            if (s == ZB_OK) return ZB_OK;
-            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
-            log_once("GPU compression failed, using the CPU: " + msg);
-        } else if (required) {
-            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
-                                         "no driver)");
-        }
-        uint8_t *out = static_cast<uint8_t *>(dst);
-        const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
-                               : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
-                                                     dst_len, nt, msg);
+        const zb_status s = zb::pwrel_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
+                                               dst_len, zb::resolve_threads(params->threads, shape.n), inner, msg);
         if (s != ZB_OK) return set_error(s, msg);
-        const double dt = now_seconds() - t0;
-        fill_stats(stats, ZB_BACKEND_CPU, dt, dt, in_bytes, *dst_len);
+        finish_pwrel_stats(stats, t0, (size_t)shape.n * dtype_size(dtype), *dst_len);
         return ZB_OK;
     });
 }
@@ -242,9 +344,20 @@ zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *in
         info->exceptions = h.exceptions;
         info->exception_runs = h.runs;
         info->nonzero_code_blocks = h.nonzero_code_blocks;
-        if (!info->raw && h.encoder == zb::kEncRatio) {   // v2 layout: segment 0 parameters, then the encoder's
-            info->ratio_metadata_bytes = h.seg[1 + zb::kRatioSegMetadata].length;
-            info->ratio_payload_bytes = h.seg[1 + zb::kRatioSegFlags].length + h.seg[1 + zb::kRatioSegBlocks].length;
+        // The ratio encoder's sizes are in the stream's own segments, or in its inner stream's (version 5), when
+        // src holds that inner header.
+        zb::Header eh = h;
+        if (h.version == zb::kFormatVersionV5) {
+            const uint64_t at = h.header_bytes() + h.seg[zb::kPwSegInner].offset;
+            const uint8_t *s8 = static_cast<const uint8_t *>(src);
+            if (at >= src_len || zb::read_header(s8 + at, src_len - (size_t)at, eh, msg, false) != ZB_OK ||
+                eh.version == zb::kFormatVersionV5)
+                eh.encoder = 0;
+        }
+        if (!(eh.flags & zb::kFlagRaw) && eh.encoder == zb::kEncRatio) {  // v2 layout: parameters, then the encoder's
+            info->ratio_metadata_bytes = eh.seg[1 + zb::kRatioSegMetadata].length;
+            info->ratio_payload_bytes =
+                eh.seg[1 + zb::kRatioSegFlags].length + eh.seg[1 + zb::kRatioSegBlocks].length;
         }
         return ZB_OK;
     });
@@ -257,42 +370,7 @@ zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_c
         const int b = as_int(backend);
         if (b != ZB_BACKEND_AUTO && b != ZB_BACKEND_CPU && b != ZB_BACKEND_GPU)
             return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(b));
-        const double t0 = now_seconds();
-        zb::Header h;
-        std::string msg;
-        const uint8_t *stream = static_cast<const uint8_t *>(src);
-        if (zb_status s = zb::read_header(stream, src_len, h, msg, true, zb::resolve_threads(0, src_len / 4)))
-            return set_error(s, msg);
-        const int nt = zb::resolve_threads(0, h.shape.n);
-        const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
-        if (dst_capacity < out_bytes)
-            return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
-                                                          " bytes, the stream decodes to " +
-                                                          std::to_string(out_bytes));
-        bool required = false;
-        const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-        // Raw passthrough is always version 1 (read_header rejects the flag in any other), and the GPU decodes v1.
-        if (gpu && h.version != zb::kFormatVersionV1 && !gpu_runs(h.predictor, h.encoder)) {
-            const char *why = kLorenzoRatioCpuOnly;
-            if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
-            log_once(why);
-            gpu = nullptr;
-            required = false;
-        }
-        if (gpu) {
-            const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
-            if (s == ZB_OK) return ZB_OK;
-            if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
-            log_once("GPU decompression failed, using the CPU: " + msg);
-        } else if (required) {
-            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
-        }
-        const zb_status s = h.version == zb::kFormatVersionV1 ? zb::cpu_decompress(h, stream, dst, nt, msg)
-                                                               : zb::cpu_decompress_v2(h, stream, dst, nt, msg);
-        if (s != ZB_OK) return set_error(s, msg);
-        const double dt = now_seconds() - t0;
-        fill_stats(stats, ZB_BACKEND_CPU, dt, dt, src_len, out_bytes);
-        return ZB_OK;
+        return decompress_stream(static_cast<const uint8_t *>(src), src_len, dst, dst_capacity, backend, stats);
     });
 }
 
@@ -305,6 +383,9 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (!d_src || !d_dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
         zb::Shape shape;
         if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
+        if (as_int(params->mode) == ZB_MODE_PW_REL)
+            return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound takes host buffers (zb_compress) in "
+                                                 "this version");
         uint8_t pred, enc;
         zb::resolve_pipeline(*params, pred, enc);
         if (!gpu_runs(pred, enc)) return set_error(ZB_ERR_UNSUPPORTED, kLorenzoRatioCpuOnly);

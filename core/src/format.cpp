@@ -117,7 +117,10 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     h.flags = p[13];
     if (dtype != ZB_F32 && dtype != ZB_F64) return fail(msg, ZB_ERR_CORRUPT, "bad dtype");
     if (rank < 1 || rank > 3) return fail(msg, ZB_ERR_CORRUPT, "bad rank");
-    if (mode > ZB_MODE_REL) return fail(msg, ZB_ERR_CORRUPT, "bad bound mode");
+    if (mode > ZB_MODE_PW_REL) return fail(msg, ZB_ERR_CORRUPT, "bad bound mode");
+    // The point-wise relative mode is a version-5 container, or raw passthrough; version 5 holds nothing else.
+    if ((mode == ZB_MODE_PW_REL) != (version == kFormatVersionV5) && !(mode == ZB_MODE_PW_REL && (p[13] & kFlagRaw)))
+        return fail(msg, ZB_ERR_CORRUPT, "bound mode and format version disagree");
     if (h.flags & ~kKnownFlags) return fail(msg, ZB_ERR_CORRUPT, "unknown flags");
     h.dtype = (zb_dtype)dtype;
     h.mode = (zb_mode)mode;
@@ -172,6 +175,24 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
         for (int i = 0; i < kFastSegmentCount; ++i)
             if (expect.seg[i].length != h.seg[i].length)
                 return fail(msg, ZB_ERR_CORRUPT, "segment " + std::to_string(i) + " has the wrong length");
+    } else if (h.version == kFormatVersionV5) {
+        // [parameters][inner stream][sign flags][sign blocks][5 exception segments]; the inner stream's own header
+        // is checked when it is decoded. eb > 0: a writer stores a lossless point-wise chunk raw.
+        if (h.predictor > kPredInterp || h.encoder > kEncRatio)
+            return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
+        if (nseg != kPwRelSegmentCount) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for a v5 stream");
+        if (!(h.eb > 0) || h.escapes || h.nonzero_code_blocks || !counts_plausible(h))
+            return fail(msg, ZB_ERR_CORRUPT, "inconsistent counts");
+        if (h.flags != (h.exceptions ? kFlagExceptions : 0)) return fail(msg, ZB_ERR_CORRUPT, "inconsistent flags");
+        const int ex = kPwSegExceptions;
+        const bool ok = h.seg[kPwSegParams].length == kPwRelParamBytes &&
+                        h.seg[kPwSegInner].length >= kHeaderFixedBytes + 24 &&
+                        h.seg[kPwSegSignFlags].length == sparse_flag_bytes(div_up(n, 8)) &&
+                        h.seg[kPwSegSignBlocks].length % kBlockBytes == 0 &&
+                        h.seg[ex].length == sparse_flag_bytes(div_up(n, 8)) && h.seg[ex + 1].length % kBlockBytes == 0 &&
+                        h.seg[ex + 2].length == (h.exceptions ? sparse_flag_bytes(div_up(h.exceptions, 8)) : 0) &&
+                        h.seg[ex + 3].length % kBlockBytes == 0 && h.seg[ex + 4].length == h.runs * vb;
+        if (!ok) return fail(msg, ZB_ERR_CORRUPT, "a v5 segment has the wrong length");
     } else {
         // v2: [parameters][encoder segments][escapes][5 exception segments].
         if ((h.predictor != kPredLorenzo && h.predictor != kPredInterp) || v2_encoder_segments(h.encoder) == 0)

@@ -30,7 +30,7 @@ def _bound(p):
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--abs", type=float, help="absolute bound: |x - x'| <= X")
     g.add_argument("--rel", type=float, help="bound relative to the finite value range of each chunk")
-    g.add_argument("--pw-rel", type=float, help="point-wise relative bound (not in format v1: refused)")
+    g.add_argument("--pw-rel", type=float, help="point-wise relative bound: |x - x'| <= X * |x| (zeros and signs exact)")
 
 
 def _progress_opts(p):

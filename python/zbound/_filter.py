@@ -65,7 +65,7 @@ def finite_range(data, fill=None):
 
 def probe(mode, bound, predictor, encoder):
     """Asks the library whether it can write these parameters (compresses a few values). Raises the library's
-    error (UnsupportedError for pw_rel, interp, ratio in format v1) instead of letting HDF5 fail later."""
+    error (for example UnsupportedError from a build without a feature) instead of letting HDF5 fail later."""
     from ._api import compress
     compress(np.linspace(0, 1, 64, dtype=np.float32), **{mode: bound}, predictor=predictor, encoder=encoder)
 
@@ -77,7 +77,7 @@ class Filter(Mapping):
         ds.to_netcdf("out.nc", engine="h5netcdf", encoding={"T": zbound.Filter(rel=1e-3, data=ds.T)})
 
     Exactly one bound: abs= (absolute), rel= (relative to the finite value range of each HDF5 chunk, since HDF5
-    compresses chunks independently), pw_rel= (point-wise relative; reserved, not in format v1). With data=,
+    compresses chunks independently), pw_rel= (point-wise relative: |x - x'| <= pw_rel * |x|). With data=,
     a rel bound is turned into the absolute bound rel * (max - min) over the finite values of the whole array
     (fill= values left out), so that every chunk shares one bound. predictor: 'auto', 'lorenzo', 'interp';
     encoder: 'auto', 'fast', 'ratio'. Parameters the library cannot write raise zbound.UnsupportedError here.

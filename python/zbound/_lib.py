@@ -36,8 +36,8 @@ class ZboundError(RuntimeError):
 
 
 class UnsupportedError(ZboundError, NotImplementedError):
-    """ZB_ERR_UNSUPPORTED: the feature is not in this build or this stream format version (for example pw_rel,
-    the interp predictor and the ratio encoder in format v1, or the device API without a CUDA build)."""
+    """ZB_ERR_UNSUPPORTED: the feature is not in this build (for example the device API without a CUDA build,
+    pw_rel on device arrays, or Lorenzo + ratio forced onto the GPU)."""
 
 
 class CorruptStreamError(ZboundError, ValueError):

@@ -14,8 +14,7 @@ class Zbound(Codec):
         zbound.Zbound(abs=1e-3)       every value within 1e-3
         zbound.Zbound(rel=1e-4)       within 1e-4 * (max - min) of each chunk's finite values
 
-    Exactly one of abs/rel/pw_rel (pw_rel, predictor='interp' and encoder='ratio' raise zbound.UnsupportedError
-    in format v1). A decoded chunk has the chunk's values in C order; zarr gives it its shape. In a zarr v2 array
+    Exactly one of abs/rel/pw_rel (pw_rel: |x - x'| <= pw_rel * |x| on every value). A decoded chunk has the chunk's values in C order; zarr gives it its shape. In a zarr v2 array
     use it as the compressor (zarr hands it the chunk as an array of its dtype); in a zarr v3 array use
     zbound.ZboundCodec (an array-to-bytes codec) as the serializer.
     """

@@ -23,7 +23,7 @@ CODEC_NAME = "zbound"
 @dataclass(frozen=True)
 class ZboundCodec(ArrayBytesCodec):
     """Error-bounded lossy serializer for float32/float64 zarr v3 arrays: exactly one of abs= / rel= (relative to
-    each chunk's finite value range) / pw_rel= (reserved, raises zbound.UnsupportedError in format v1)."""
+    each chunk's finite value range) / pw_rel= (|x - x'| <= pw_rel * |x| on every value)."""
 
     is_fixed_size = False
 

@@ -17,7 +17,7 @@ int cmd_cdvalues(const Args &argv) {
                      "all (default), words, h5repack (the UD= value), nccopy (the -F value), h5py"});
     ParsedArgs a = parse_args(argv, specs);
     if (a.help) {
-        std::fputs(format_help("zbound cdvalues (--abs X | --rel X) [--predictor P] [--encoder E] [--var NAME] "
+        std::fputs(format_help("zbound cdvalues (--abs X | --rel X | --pw-rel X) [--predictor P] [--encoder E] [--var NAME] "
                                "[--format FMT]",
                                "Prints the HDF5 filter parameters (cd_values) of zbound (filter id " +
                                    std::to_string(ZBOUND_H5Z_FILTER) +

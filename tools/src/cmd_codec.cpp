@@ -43,7 +43,7 @@ int cmd_compress(const Args &argv) {
     const auto specs = compress_specs();
     ParsedArgs a = parse_args(argv, specs);
     if (a.help) {
-        std::fputs(format_help("zbound compress INPUT -t f32|f64 [-d DIMS] (--abs X | --rel X) [-o OUT] [options]",
+        std::fputs(format_help("zbound compress INPUT -t f32|f64 [-d DIMS] (--abs X | --rel X | --pw-rel X) [-o OUT] [options]",
                                "Compresses a raw array (little-endian unless --endian big) into one self-describing zbound stream.",
                                specs).c_str(), stdout);
         return kExitOk;

@@ -28,9 +28,11 @@ RawInput raw_input_from_args(const ParsedArgs &args) {
 std::vector<OptionSpec> bound_option_specs(bool allow_lists) {
     if (allow_lists)
         return {{nullptr, "--abs", "X[,X..]", "absolute error bound(s): |x - x'| <= X"},
-                {nullptr, "--rel", "X[,X..]", "bound(s) relative to the finite value range: X * (max - min)"}};
+                {nullptr, "--rel", "X[,X..]", "bound(s) relative to the finite value range: X * (max - min)"},
+                {nullptr, "--pw-rel", "X[,X..]", "point-wise relative bound(s): |x - x'| <= X * |x|"}};
     return {{nullptr, "--abs", "X", "absolute error bound: |x - x'| <= X (0 = lossless)"},
-            {nullptr, "--rel", "X", "bound relative to the finite value range: X * (max - min)"}};
+            {nullptr, "--rel", "X", "bound relative to the finite value range: X * (max - min)"},
+            {nullptr, "--pw-rel", "X", "point-wise relative bound: |x - x'| <= X * |x| (zeros and signs exact)"}};
 }
 
 std::vector<OptionSpec> pipeline_option_specs() {
@@ -45,11 +47,14 @@ std::vector<OptionSpec> run_option_specs() {
 }
 
 BoundChoice bound_from_args(const ParsedArgs &args, bool allow_lists) {
-    const bool a = args.has("--abs"), r = args.has("--rel");
-    if (a == r) throw CliError(a ? "give only one of --abs and --rel" : "give an error bound: --abs X or --rel X");
+    const bool a = args.has("--abs"), r = args.has("--rel"), pw = args.has("--pw-rel");
+    const int given = (int)a + (int)r + (int)pw;
+    if (given != 1)
+        throw CliError(given ? "give only one of --abs, --rel and --pw-rel"
+                             : "give an error bound: --abs X, --rel X or --pw-rel X");
     BoundChoice c;
-    c.mode = a ? ZB_MODE_ABS : ZB_MODE_REL;
-    const std::string opt = a ? "--abs" : "--rel";
+    c.mode = a ? ZB_MODE_ABS : r ? ZB_MODE_REL : ZB_MODE_PW_REL;
+    const std::string opt = a ? "--abs" : r ? "--rel" : "--pw-rel";
     const std::string text = args.get(opt);
     c.bounds = allow_lists ? parse_double_list(text, opt) : std::vector<double>{parse_double(text, opt)};
     for (double b : c.bounds)

@@ -14,6 +14,7 @@ struct ErrorStats {
     uint64_t special_mismatches = 0;
     double max_abs_error = 0;     // over checked values
     uint64_t max_error_index = 0;
+    double max_err_over_bound = 0;  // max over checked values of |x - x'| / (its bound); <= 1 when the bound holds
     double vmin = 0, vmax = 0;    // finite non-fill range of the original
     double mse = 0;
     double value_range() const { return checked ? vmax - vmin : 0.0; }
@@ -22,10 +23,11 @@ struct ErrorStats {
     bool ok() const { return violations == 0 && special_mismatches == 0; }
 };
 
-// Compares every value of `orig` and `recon` (n values of dtype). A value is checked against eb when it is finite
-// and not bit-equal to the fill value (has_fill); NaN, +-Inf, the fill value and -0.0 must match bit for bit.
-// The difference is taken in long double so that the check itself does not round a violation away.
+// Compares every value of `orig` and `recon` (n values of dtype). A value is checked against its bound when it is
+// finite and not bit-equal to the fill value (has_fill): eb, or with pw_rel > 0 the point-wise pw_rel * |x| (so a
+// zero must come back as a zero); NaN, +-Inf, the fill value and -0.0 must match bit for bit. The difference and
+// the point-wise bound are taken in long double so that the check itself does not round a violation away.
 ErrorStats compare_arrays(zb_dtype dtype, const void *orig, const void *recon, size_t n, double eb,
-                          bool has_fill, uint64_t fill_bits);
+                          bool has_fill, uint64_t fill_bits, double pw_rel = 0);
 
 }  // namespace zbtool

@@ -88,4 +88,20 @@ TEST(ToolMetrics, PsnrAndNrmseFollowTheirDefinitions) {
     EXPECT_NEAR(s.nrmse(), std::sqrt(mse) / 4.0, 1e-12);
 }
 
+TEST(ToolMetrics, PointWiseBoundIsPerValue) {
+    // pw_rel 0.01: 100 -> 101 is exactly at the bound, 1 -> 1.02 breaks it although its absolute error is small,
+    // and a zero must stay a zero.
+    std::vector<double> a = {100.0, -1.0, 0.0, 5.0}, b = {101.0, -1.005, 0.0, 5.0};
+    auto ok = compare_arrays(ZB_F64, a.data(), b.data(), 4, 0.0, false, 0, 0.01);
+    EXPECT_EQ(ok.violations, 0u);
+    EXPECT_NEAR(ok.max_err_over_bound, 1.0, 1e-12);
+    b[1] = -1.02;
+    EXPECT_EQ(compare_arrays(ZB_F64, a.data(), b.data(), 4, 0.0, false, 0, 0.01).violations, 1u);
+    b[1] = -1.0;
+    b[2] = 1e-300;
+    auto zero = compare_arrays(ZB_F64, a.data(), b.data(), 4, 0.0, false, 0, 0.01);
+    EXPECT_EQ(zero.violations, 1u);
+    EXPECT_EQ(zero.max_err_over_bound, INFINITY);
+}
+
 }  // namespace
