@@ -16,7 +16,8 @@ namespace {
 
 // Candidates after the default (which wins ties, so the choice only moves for a real gain).
 constexpr double kAlphaCandidates[] = {1.0, 1.25, 1.5, 1.75, 2.0};
-constexpr uint64_t kMinValuesToTune = 16384;   // smaller arrays keep the default: the sample would be the array
+constexpr uint64_t kMinValuesToTune = 16384;
+constexpr size_t kAlphaFinalists = 3;   // smaller arrays keep the default: the sample would be the array
 
 // Bytes of the sample compressed with the predictor parameters ip and the stream's encoder (exceptions and escapes
 // counted at their stored size; headers, equal for every candidate, left out).
@@ -71,24 +72,41 @@ void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, i
     std::vector<std::vector<T>> samples;
     for (const auto &start : quarter_boxes(s, std::min<uint64_t>(std::max<uint64_t>(s.n / 64, 32768), 1u << 16), b))
         samples.push_back(gather(x, s, b, start.data()));
-    auto cost_of = [&](const InterpParams &cand) {
+    // Successive halving: every candidate on the first box, then the two best on the other boxes too (measured on
+    // the fields of ../shared/data: the same choices as all candidates on all boxes for a third of the work).
+    auto cost_on = [&](const InterpParams &cand, size_t first, size_t end) {
         uint64_t total = 0;
-        for (const std::vector<T> &v : samples) {
-            const uint64_t c = sample_cost(v, b, cand, eb, encoder, has_fill, fill_bits);
+        for (size_t k = first; k < end; ++k) {
+            const uint64_t c = sample_cost(samples[k], b, cand, eb, encoder, has_fill, fill_bits);
             total = c == UINT64_MAX || total == UINT64_MAX ? UINT64_MAX : total + c;
         }
         return total;
     };
-    uint64_t best = cost_of(ip);
-    double best_alpha = ip.alpha;
-    for (double a : kAlphaCandidates) {
-        if (a == ip.alpha) continue;
+    auto sum = [](uint64_t a, uint64_t c) { return a == UINT64_MAX || c == UINT64_MAX ? UINT64_MAX : a + c; };
+    std::vector<double> alphas{ip.alpha};  // the default first: it wins ties
+    for (double a : kAlphaCandidates)
+        if (a != ip.alpha) alphas.push_back(a);
+    std::vector<uint64_t> first_box(alphas.size());
+    std::vector<size_t> rank(alphas.size());
+    for (size_t i = 0; i < alphas.size(); ++i) {
         InterpParams cand = ip;
-        interp_set_alpha(cand, eb, a);
-        const uint64_t cost = cost_of(cand);
-        if (cost < best) {
+        interp_set_alpha(cand, eb, alphas[i]);
+        first_box[i] = cost_on(cand, 0, 1);
+        rank[i] = i;
+    }
+    std::stable_sort(rank.begin(), rank.end(), [&](size_t a, size_t c) { return first_box[a] < first_box[c]; });
+    uint64_t best = UINT64_MAX;
+    double best_alpha = ip.alpha;
+    size_t best_index = alphas.size();
+    for (size_t r = 0; r < std::min<size_t>(kAlphaFinalists, rank.size()); ++r) {
+        const size_t i = rank[r];
+        InterpParams cand = ip;
+        interp_set_alpha(cand, eb, alphas[i]);
+        const uint64_t cost = sum(first_box[i], cost_on(cand, 1, samples.size()));
+        if (cost < best || (cost == best && i < best_index)) {  // ties: the earlier candidate
             best = cost;
-            best_alpha = a;
+            best_alpha = alphas[i];
+            best_index = i;
         }
     }
     interp_set_alpha(ip, eb, best_alpha);
