@@ -40,9 +40,11 @@ inline bool is_v1_pipeline(uint8_t predictor, uint8_t encoder) {
 void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int threads,
                      uint8_t &predictor, uint8_t &encoder);
 
-// Format-v2 pipelines (core/src/pipeline_v2.cpp).
+// Format-v2 pipelines (core/src/pipeline_v2.cpp). tune_alpha false keeps the interp predictor's default alpha (the
+// auto chooser's samples: tuning them would cost more than the compression they choose for).
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
-                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg);
+                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg,
+                          bool tune_alpha = true);
 zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg);
 
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)

@@ -119,10 +119,11 @@ double interp_alpha(double eps);
 
 // Tunes the cubic variant per dim and the dim order from samples of x (host; the GPU path calls it on a host copy)
 // and derives alpha and the level bounds from eb and the finite value range (Eq. 2).
-// Then alpha is chosen for the stream's encoder by compressing a sample with each candidate (interp_tune_alpha).
+// Then, with tune_alpha, alpha is chosen for the stream's encoder by compressing a sample with each candidate
+// (interp_tune_alpha); without it Eq. 2's default stays.
 template <typename T>
 InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
-                         uint8_t encoder);
+                         uint8_t encoder, bool tune_alpha = true);
 
 // Sets alpha and the level bounds e_l = eb / alpha^l (computed by repeated division, l = 0 .. kInterpLevels).
 void interp_set_alpha(InterpParams &ip, double eb, double alpha);

@@ -72,9 +72,22 @@ void for_each_prediction(const Pass &p, const int64_t d[3], int64_t s, bool natu
             }
         };
         if (p.dim == 2) {
-            each_point([&](int64_t x) {
-                return interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; });
-            });
+            // Along x the case depends on the point: the cubic interior (x - 3s >= 0, x + 3s < nx) runs without the
+            // per-point case choice, the few points near the ends through interp_predict.
+            auto general = [&](int64_t ix) {
+                const int64_t x = x0 + ix * dx;
+                f(row0 + x, k0 + ix,
+                  interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; }));
+            };
+            const int64_t lo = std::min(nxp, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
+            const int64_t hi = std::max(lo, std::min(nxp, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
+            for (int64_t ix = 0; ix < lo; ++ix) general(ix);
+            for (int64_t ix = lo; ix < hi; ++ix) {
+                const int64_t x = x0 + ix * dx;
+                const double b = v[x - o1], c = v[x + o1];
+                f(row0 + x, k0 + ix, finite_prediction(spline_cubic(natural, v[x - o3], b, c, v[x + o3]), b, c));
+            }
+            for (int64_t ix = hi; ix < nxp; ++ix) general(ix);
             continue;
         }
         auto at = [&](int64_t x, int64_t off) { return (double)v[x + off]; };
@@ -133,7 +146,7 @@ struct Lattice {
 
 template <typename T>
 InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
-                         uint8_t encoder) {
+                         uint8_t encoder, bool tune_alpha) {
     using U = typename FloatBits<T>::U;
     InterpParams ip;
     int64_t d[3];
@@ -178,7 +191,7 @@ InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, in
     std::stable_sort(order, order + 3, [&](int a, int b) { return smooth[a] > smooth[b]; });
     for (int k = 0; k < 3; ++k) ip.order[k] = (uint8_t)order[k];
     interp_set_alpha(ip, eb, range > 0 ? interp_alpha(eb / range) : 2.0);
-    interp_tune_alpha(x, s, eb, encoder, has_fill, fill_bits, ip);
+    if (tune_alpha) interp_tune_alpha(x, s, eb, encoder, has_fill, fill_bits, ip);
     return ip;
 }
 
@@ -353,7 +366,7 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
 }
 
 #define ZB_INTERP_INSTANTIATE(T)                                                                                     \
-    template InterpParams interp_tune<T>(const T *, const Shape &, double, double, int, uint64_t, uint8_t);        \
+    template InterpParams interp_tune<T>(const T *, const Shape &, double, double, int, uint64_t, uint8_t, bool);  \
     template void interp_encode_cpu<T>(const T *, const Shape &, const InterpParams &, InterpCodeOrder, double,      \
                                        int32_t, int, uint64_t, int32_t *, uint8_t *, T *, std::vector<int32_t> &,   \
                                        int);                                                                       \

@@ -39,7 +39,8 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
             const zb_status st =
                 is_v1_pipeline(pc, ec)
                     ? cpu_compress(sp, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg)
-                    : cpu_compress_v2(sp, pc, ec, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg);
+                    : cpu_compress_v2(sp, pc, ec, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg,
+                                      false);
             // Out of memory must fail the call: skipping the candidate would make the bytes depend on the
             // memory state (invariant 4). Other failures of a sample only rule the candidate out.
             if (st == ZB_ERR_NOMEM) throw std::bad_alloc();

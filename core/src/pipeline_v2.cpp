@@ -94,7 +94,7 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, const int32_t *codes, con
 
 template <typename T>
 zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, const T *x, const Shape &s,
-                     uint8_t *dst, size_t cap, size_t *out_len, int nt, std::string &msg) {
+                     uint8_t *dst, size_t cap, size_t *out_len, int nt, bool tune_alpha, std::string &msg) {
     struct TrimOnExit { ~TrimOnExit() { t_v2.trim(); } } trim_on_exit;
     const uint64_t n = s.n;
     Header h;
@@ -119,7 +119,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     if (predictor == kPredInterp) {
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
         const InterpParams ip =
-            interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder);
+            interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
@@ -233,10 +233,13 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 }  // namespace
 
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
-                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg) {
+                          const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg,
+                          bool tune_alpha) {
     if (dtype == ZB_F64)
-        return compress_t(p, predictor, encoder, static_cast<const double *>(src), shape, dst, cap, len, nt, msg);
-    return compress_t(p, predictor, encoder, static_cast<const float *>(src), shape, dst, cap, len, nt, msg);
+        return compress_t(p, predictor, encoder, static_cast<const double *>(src), shape, dst, cap, len, nt,
+                          tune_alpha, msg);
+    return compress_t(p, predictor, encoder, static_cast<const float *>(src), shape, dst, cap, len, nt, tune_alpha,
+                      msg);
 }
 
 zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int nt, std::string &msg) {
