@@ -115,9 +115,13 @@ void check_round_trip(const zb_params &p, const uint8_t *orig_bytes, const uint8
     double lo = 0, hi = 0;
     for (size_t i = 0; i < n; ++i) {
         const bool is_fill = has_fill && bits_of(a[i]) == fill;
-        const bool exact = !std::isfinite(a[i]) || is_fill || (a[i] == 0 && std::signbit(a[i]));
+        const bool pw = p.mode == ZB_MODE_PW_REL;  // |x - x'| <= bound * |x|: every zero exact
+        const bool exact = !std::isfinite(a[i]) || is_fill || (a[i] == 0 && (pw || std::signbit(a[i])));
         if (exact) {
             ZBF_CHECK(bits_of(a[i]) == bits_of(b[i]));
+        } else if (pw) {
+            const long double x = a[i];
+            ZBF_CHECK(std::fabs(x - (long double)b[i]) <= (long double)p.bound * std::fabs(x));
         } else {
             ZBF_CHECK(std::fabs((double)a[i] - (double)b[i]) <= eb);
         }
@@ -130,6 +134,8 @@ void check_round_trip(const zb_params &p, const uint8_t *orig_bytes, const uint8
     }
     if (p.mode == ZB_MODE_ABS) {
         ZBF_CHECK(eb == p.bound);
+    } else if (p.mode == ZB_MODE_PW_REL) {
+        ZBF_CHECK(eb >= 0 && std::isfinite(eb));  // the bound on the log magnitudes (or what a raw chunk records)
     } else {
         double expect = any ? p.bound * (hi - lo) : 0.0;
         if (!(expect > 0 && std::isfinite(expect))) expect = 0.0;
@@ -230,7 +236,7 @@ void forward(uint8_t ctl, uint8_t nword_sel, uint8_t shape_sel, const uint8_t *r
     std::vector<uint8_t> stream;
     const size_t r = call_filter(0, cd, ZBOUND_CD_MAX_WORDS, payload, plen, stream);
     // The filter compresses exactly when the codec accepts the parameters (whatever this build can write: abs/rel,
-    // lorenzo/interp, fast; pw_rel and ratio are refused until they land) and the chunk is not empty.
+    // every mode, predictor and encoder now) and the chunk is not empty.
     bool writable = st13 == ZB_OK && count > 0;
     if (writable) {
         zb_params q = p13;

@@ -200,6 +200,17 @@ int main(int argc, char **argv) {
         add_specials(s, -9999.9f);
         dec_seed("v3_ratio_interp_specials_fill", compress(s, {40, 38}, ZB_MODE_ABS, 1e-4, true, -9999.9f));
     }
+    // The point-wise relative mode (format v5, a container around an inner stream), with zeros and both signs.
+    {
+        auto s = b2;
+        add_specials(s, -9999.9f);
+        for (size_t i = 0; i < s.size(); i += 11) s[i] = 0.0f;
+        for (size_t i = 1; i < s.size(); i += 3) s[i] = -s[i];
+        dec_seed("v5_pwrel_interp_ratio_specials_fill", compress(s, {40, 38}, ZB_MODE_PW_REL, 1e-3, true, -9999.9f));
+        g_predictor = ZB_PRED_LORENZO;
+        g_encoder = ZB_ENC_FAST;
+        dec_seed("v5_pwrel_lorenzo_fast_f64", compress(b2d, {40, 38}, ZB_MODE_PW_REL, 1e-2));
+    }
     g_encoder = ZB_ENC_AUTO;
     g_predictor = ZB_PRED_AUTO;
     // The archived golden streams (real fields, ~35-40 KB: truncated to max_len by the fuzzer when longer).
@@ -237,7 +248,8 @@ int main(int argc, char **argv) {
     fwd_seed("fwd_2words", 0, 5, {1, 0}, le_bytes(b1, false));
     fwd_seed("fwd_3words_refused", 0, 5, {1, 0, 0x3f50624d}, le_bytes(b1, false));
     fwd_seed("fwd_4words", 0, 5, {1, 1, 0x3f50624d, 0xd2f1a9fc}, le_bytes(b1, false));
-    fwd_seed("fwd_pwrel_refused", 0, 5, user_words(ZB_MODE_PW_REL, 1e-3, 0, 0), le_bytes(b1, false));
+    fwd_seed("fwd_pwrel", 0, 5, user_words(ZB_MODE_PW_REL, 1e-3, 0, 0), le_bytes(b1, false));
+    fwd_seed("fwd_pwrel_interp_ratio_f64_fill", 2 | 8, 38, user_words(ZB_MODE_PW_REL, 1e-2, 2, 2), le_bytes(b2d, false));
     fwd_seed("fwd_interp_1d", 0, 5, user_words(ZB_MODE_ABS, 1e-3, 2, 0), le_bytes(b1, false));
     fwd_seed("fwd_ratio_1d", 0, 5, user_words(ZB_MODE_ABS, 1e-3, 0, 2), le_bytes(b1, false));
     fwd_seed("fwd_ratio_lorenzo_f32_3d", 0, 0x80 | 5 | (3 << 3), user_words(ZB_MODE_REL, 1e-4, 1, 2),
