@@ -271,6 +271,7 @@ zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Sh
 
 void finish_pwrel_stats(zb_run_stats *st, double t0, size_t in, size_t out) {
     if (!st) return;
+    if (st->backend_used == ZB_BACKEND_AUTO) st->backend_used = ZB_BACKEND_CPU;  // stored raw by the host alone
     st->total_seconds = now_seconds() - t0;
     st->bytes_in = in;
     st->bytes_out = out;
