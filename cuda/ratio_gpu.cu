@@ -112,15 +112,6 @@ template <typename F>
 __device__ __forceinline__ void tokenize_thread(const uint16_t *__restrict__ sym, uint64_t i0, int cnt, uint32_t mask,
                                                 uint32_t carry, bool last, uint32_t A, uint32_t z, F &&emit) {
     uint32_t run = carry;
-    auto flush = [&] {
-        if (run == 1) {
-            emit(z, 0, 0u);
-        } else if (run) {
-            const RatioRunToken t = ratio_run_token(run);
-            emit(A + t.offset, t.extra_bits, t.extra);
-        }
-        run = 0;
-    };
     uint32_t others = ~mask & (cnt >= 32 ? kFullMask : ((1u << cnt) - 1u));
     int prev = -1;
     while (others) {
@@ -128,11 +119,12 @@ __device__ __forceinline__ void tokenize_thread(const uint16_t *__restrict__ sym
         others &= others - 1;
         run += (uint32_t)(p - prev - 1);
         prev = p;
-        flush();
+        if (run) ratio_emit_run(run, A, z, emit);
+        run = 0;
         emit(__ldg(sym + i0 + p), 0, 0u);
     }
     run += (uint32_t)(cnt - prev - 1);
-    if (last) flush();
+    if (last && run) ratio_emit_run(run, A, z, emit);
 }
 
 // Per thread of a sub-block block (TPB threads, 32 symbols each): loads the symbols and the run carry. Contains a
