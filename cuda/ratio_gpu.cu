@@ -81,9 +81,6 @@ __device__ __forceinline__ int load_symbols(const uint16_t *__restrict__ sym, ui
     }
     return cnt;
 }
-__device__ __forceinline__ uint32_t symbol_at(const uint32_t (&w)[16], int k) {
-    return (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
-}
 
 // Bit k set: symbol k of the thread exists (k < cnt) and is z.
 __device__ __forceinline__ uint32_t run_mask(const uint32_t (&w)[16], int cnt, uint32_t z) {
@@ -210,10 +207,11 @@ k_hist(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, uint32_t *__res
 }
 
 // Token histogram (runs possible): blocks of one sub-block's threads loop over sub-blocks; shared bins when AT fits.
+// Also stores every thread's run carry for k_sub_bits_runs and k_encode_runs.
 template <int LG, bool kShared>
 __global__ void __launch_bounds__(1 << (LG - 5))
 k_hist_runs(const uint16_t *__restrict__ sym, uint64_t n, uint64_t B, uint32_t A, uint32_t z,
-            uint32_t *__restrict__ hist, uint32_t *err) {
+            uint32_t *__restrict__ hist, uint16_t *__restrict__ carries, uint32_t *err) {
     constexpr int TPB = 1 << (LG - 5);
     extern __shared__ uint32_t sh[];
     __shared__ SubBlockRuns<TPB> runs;
@@ -223,20 +221,21 @@ k_hist_runs(const uint16_t *__restrict__ sym, uint64_t n, uint64_t B, uint32_t A
         __syncthreads();
     }
     uint32_t *h = kShared ? sh : hist;
-    bool bad = false;
+    const uint32_t AA = A | (A << 16);  // A < 65536 with runs
+    uint32_t bad = 0;
     for (uint64_t j = blockIdx.x; j < B; j += gridDim.x) {
         uint32_t w[16], mask, carry;
         int cnt;
         bool last;
         uint64_t i0;
         runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int, uint32_t) {
-            if (v < AT) atomicAdd(&h[v], 1u);
-        });
-        // A symbol >= A would count as a token or fall outside: the call fails.
+        carries[(j << (LG - 5)) + threadIdx.x] = (uint16_t)carry;  // < S
+        // A symbol >= A would count as a token or fall outside: the call fails (symbols past cnt are 0).
 #pragma unroll
-        for (int k = 0; k < 32; ++k)
-            if (k < cnt && symbol_at(w, k) >= A) bad = true;
+        for (int k = 0; k < 16; ++k) bad |= __vcmpgeu2(w[k], AA);
+        if (!bad)  // a bad symbol may index past the bins
+            tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
+                            [&](uint32_t v, int, uint32_t) { atomicAdd(&h[v], 1u); });
         __syncthreads();  // the scan storage is reused
     }
     if (bad) atomicOr(err, kRErrSymbol);
@@ -277,33 +276,63 @@ __device__ __forceinline__ const uint32_t *code_table(const uint32_t *__restrict
     }
 }
 
-// Bits of every sub-block. AT: code table size (A, or A + kRatioRunTokens with runs), A: symbols, z: run symbol.
-template <int LG, bool kShared, bool kRuns>
+// Bits of every sub-block (no run tokens).
+template <int LG, bool kShared>
 __global__ void __launch_bounds__(1 << (LG - 5))
-k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
-           const uint32_t *__restrict__ enc, uint32_t *__restrict__ bits) {
+k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, const uint32_t *__restrict__ enc,
+           uint32_t *__restrict__ bits) {
     constexpr int TPB = 1 << (LG - 5);
     extern __shared__ uint32_t sh[];
-    __shared__ SubBlockRuns<TPB> runs;
     const uint32_t *table = code_table<kShared>(enc, AT, sh);
     uint32_t b = 0;
-    if constexpr (kRuns) {
-        uint32_t w[16], mask, carry;
-        int cnt;
-        bool last;
-        uint64_t i0;
-        runs.load(sym, n, blockIdx.x, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
-                        [&](uint32_t v, int xb, uint32_t) { b += (table[v] & 31u) + xb; });
-    } else {
-        uint32_t e[32];
-        load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    uint32_t e[32];
+    load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
 #pragma unroll
-        for (int k = 0; k < 32; ++k) b += e[k] & 31u;
-    }
+    for (int k = 0; k < 32; ++k) b += e[k] & 31u;
     using Reduce = cub::BlockReduce<uint32_t, TPB>;
     __shared__ typename Reduce::TempStorage tmp;
     const uint32_t sum = Reduce(tmp).Sum(b);
+    if (threadIdx.x == 0) bits[blockIdx.x] = sum;
+}
+
+// The thread's symbols of sub-block blockIdx.x with run tokens: its z mask, whether it ends the sub-block and i0
+// (the run carries come from k_hist_runs, which tokenized the same symbols with the same run symbol).
+template <int LG>
+__device__ __forceinline__ int load_run_mask(const uint16_t *__restrict__ sym, uint64_t n, uint32_t z,
+                                             uint32_t &mask, bool &last, uint64_t &i0) {
+    const uint64_t base = (uint64_t)blockIdx.x << LG;
+    const uint64_t end = min((unsigned long long)n, (unsigned long long)(base + (1ull << LG)));
+    i0 = base + 32 * (uint64_t)threadIdx.x;
+    uint32_t w[16];
+    const int cnt = load_symbols(sym, i0, end, w);
+    last = cnt > 0 && i0 + 32 >= end;
+    mask = run_mask(w, cnt, z);
+    return cnt;
+}
+
+// Bits of every sub-block with run tokens, and every thread's bit offset inside its sub-block (toff), so that
+// k_encode_runs tokenizes once and needs no scan.
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_sub_bits_runs(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+                const uint32_t *__restrict__ enc, const uint16_t *__restrict__ carries, uint32_t *__restrict__ toff,
+                uint32_t *__restrict__ bits) {
+    constexpr int TPB = 1 << (LG - 5);
+    extern __shared__ uint32_t sh[];
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);
+    const uint64_t t = ((uint64_t)blockIdx.x << (LG - 5)) + threadIdx.x;
+    uint32_t mask;
+    bool last;
+    uint64_t i0;
+    const int cnt = load_run_mask<LG>(sym, n, z, mask, last, i0);
+    uint32_t b = 0;
+    tokenize_thread(sym, i0, cnt, mask, carries[t], last, A, z,
+                    [&](uint32_t v, int xb, uint32_t) { b += (table[v] & 31u) + xb; });
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    __shared__ typename Scan::TempStorage tmp;
+    uint32_t off, sum;
+    Scan(tmp).ExclusiveSum(b, off, sum);
+    toff[t] = off;
     if (threadIdx.x == 0) bits[blockIdx.x] = sum;
 }
 
@@ -352,71 +381,12 @@ __global__ void k_offsets(const uint32_t *__restrict__ bits, const unsigned long
     }
 }
 
-template <int LG, bool kShared, bool kRuns>
-__global__ void __launch_bounds__(1 << (LG - 5))
-k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
-         const uint32_t *__restrict__ enc, const uint32_t *__restrict__ bits,
-         const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
-    constexpr int TPB = 1 << (LG - 5);
-    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
-    extern __shared__ uint32_t sh[];
-    __shared__ uint32_t wbuf[kMaxWords];
-    __shared__ SubBlockRuns<TPB> runs;
-    using Scan = cub::BlockScan<uint32_t, TPB>;
-    __shared__ typename Scan::TempStorage tmp;
-    const uint64_t j = blockIdx.x;
-    const uint64_t st = start[j];
-    const uint32_t nbits = bits[j];
+// The words of sub-block j in shared memory -> out (stream byte order); the words shared with a neighbour with
+// atomicOr (k_offsets zeroed them), the others with plain stores.
+template <int TPB>
+__device__ __forceinline__ void store_words(const uint32_t *wbuf, uint64_t st, uint32_t nbits, uint32_t *out) {
     const int lead = (int)(st & 31);
     const uint32_t nw = (uint32_t)((lead + nbits + 31) >> 5);
-    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
-    const uint32_t *table = code_table<kShared>(enc, AT, sh);  // synchronizes when it loads
-    uint32_t w[16], mask = 0, carry = 0;
-    int cnt = 0;
-    bool last = false;
-    uint64_t i0 = 0;
-    uint32_t e[kRuns ? 1 : 32];
-    uint32_t mine = 0;
-    if constexpr (kRuns) {
-        runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
-                        [&](uint32_t v, int xb, uint32_t) { mine += (table[v] & 31u) + xb; });
-    } else {
-        load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
-#pragma unroll
-        for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
-    }
-    uint32_t off;
-    Scan(tmp).ExclusiveSum(mine, off);
-    __syncthreads();  // wbuf zeroed
-    const uint32_t pos = (uint32_t)lead + off;
-    uint32_t wi = pos >> 5;
-    int fill = (int)(pos & 31);
-    unsigned long long acc = 0;
-    // A code of l <= 28 bits (with extra bits) at the top of the 64-bit accumulator after `fill` bits.
-    auto put = [&](uint32_t code, int l) {
-        acc |= (unsigned long long)code << (64 - fill - l);
-        fill += l;
-        if (fill >= 32) {
-            atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
-            acc <<= 32;
-            fill -= 32;
-        }
-    };
-    if constexpr (kRuns) {
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int xb, uint32_t extra) {
-            const uint32_t t = table[v];
-            put(((t >> 16) << xb) | extra, (int)(t & 31u) + xb);
-        });
-    } else {
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-            const int l = (int)(e[k] & 31u);
-            if (l) put(e[k] >> 16, l);  // l = 0: past the last symbol
-        }
-    }
-    if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
-    __syncthreads();
     const uint64_t g0 = st >> 5;
     const bool end_shared = ((st + nbits) & 31) != 0;
     for (uint32_t k = threadIdx.x; k < nw; k += TPB) {
@@ -424,6 +394,97 @@ k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, 
         if ((k == 0 && lead) || (k == nw - 1 && end_shared)) atomicOr(&out[g0 + k], v);
         else out[g0 + k] = v;
     }
+}
+
+// A thread's codes into the shared words: put(code, l) appends l <= 28 bits (a code with its extra bits) at bit
+// position pos (relative to wbuf[0]'s top bit) through a 64-bit accumulator; flush() writes the partial last word.
+struct WordWriter {
+    uint32_t *wbuf;
+    uint32_t wi;
+    int fill;
+    unsigned long long acc = 0;
+    __device__ __forceinline__ WordWriter(uint32_t *b, uint32_t pos) : wbuf(b), wi(pos >> 5), fill((int)(pos & 31)) {}
+    __device__ __forceinline__ void put(uint32_t code, int l) {
+        acc |= (unsigned long long)code << (64 - fill - l);
+        fill += l;
+        if (fill >= 32) {
+            atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
+            acc <<= 32;
+            fill -= 32;
+        }
+    }
+    __device__ __forceinline__ void flush() {
+        if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
+    }
+};
+
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, const uint32_t *__restrict__ enc,
+         const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
+    constexpr int TPB = 1 << (LG - 5);
+    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
+    extern __shared__ uint32_t sh[];
+    __shared__ uint32_t wbuf[kMaxWords];
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t j = blockIdx.x;
+    const uint64_t st = start[j];
+    const uint32_t nbits = bits[j];
+    const uint32_t nw = (uint32_t)(((st & 31) + nbits + 31) >> 5);
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);  // synchronizes when it loads
+    uint32_t e[32];
+    uint32_t mine = 0;
+    load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
+    uint32_t off;
+    Scan(tmp).ExclusiveSum(mine, off);
+    __syncthreads();  // wbuf zeroed
+    WordWriter ww(wbuf, (uint32_t)(st & 31) + off);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+        const int l = (int)(e[k] & 31u);
+        if (l) ww.put(e[k] >> 16, l);  // l = 0: past the last symbol
+    }
+    ww.flush();
+    __syncthreads();
+    store_words<TPB>(wbuf, st, nbits, out);
+}
+
+// k_encode with run tokens: the carries (k_hist_runs) and the threads' bit offsets (k_sub_bits_runs) are known, so
+// every thread tokenizes its symbols once, straight into the shared words.
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_encode_runs(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+              const uint32_t *__restrict__ enc, const uint32_t *__restrict__ bits,
+              const unsigned long long *__restrict__ start, const uint16_t *__restrict__ carries,
+              const uint32_t *__restrict__ toff, uint32_t *__restrict__ out) {
+    constexpr int TPB = 1 << (LG - 5);
+    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
+    extern __shared__ uint32_t sh[];
+    __shared__ uint32_t wbuf[kMaxWords];
+    const uint64_t j = blockIdx.x, t = (j << (LG - 5)) + threadIdx.x;
+    const uint64_t st = start[j];
+    const uint32_t nbits = bits[j];
+    const uint32_t nw = (uint32_t)(((st & 31) + nbits + 31) >> 5);
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);
+    uint32_t mask;
+    bool last;
+    uint64_t i0;
+    const int cnt = load_run_mask<LG>(sym, n, z, mask, last, i0);
+    const uint32_t carry = carries[t];
+    WordWriter ww(wbuf, (uint32_t)(st & 31) + toff[t]);
+    if constexpr (!kShared) __syncthreads();  // wbuf zeroed (code_table synchronizes when it loads)
+    tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int xb, uint32_t extra) {
+        const uint32_t e = table[v];
+        ww.put(((e >> 16) << xb) | extra, (int)(e & 31u) + xb);
+    });
+    ww.flush();
+    __syncthreads();
+    store_words<TPB>(wbuf, st, nbits, out);
 }
 
 __device__ __forceinline__ void put_le(uint8_t *p, unsigned long long v, int bytes) {
@@ -614,51 +675,60 @@ struct EncodeTable {
     bool runs;
 };
 
-template <int LG, bool kShared, bool kRuns>
-void launch_phase(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                  const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words, int phase) {
+// Buffers of the encoder kernels.
+struct EncodeBufs {
+    const uint16_t *sym;
+    uint64_t n;
+    const uint32_t *enc;
+    uint32_t *bits;
+    const unsigned long long *start;
+    uint32_t *words;
+    uint16_t *carries;  // run carry of every thread of every sub-block (k_hist_runs), with run tokens
+    uint32_t *toff;     // bit offset of every thread inside its sub-block (k_sub_bits_runs), with run tokens
+};
+
+template <int LG, bool kShared>
+void launch_phase(uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
     constexpr int TPB = 1 << (LG - 5);
     const size_t shb = kShared ? (size_t)t.size * 4 : 0;
     if (phase == 0) {
-        k_sub_bits<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits);
+        if (t.runs)
+            k_sub_bits_runs<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, t.A, t.z, e.enc, e.carries,
+                                                                       e.toff, e.bits);
+        else
+            k_sub_bits<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, e.enc, e.bits);
         ZB_LAUNCHED("k_sub_bits");
     } else {
-        k_encode<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits, start, words);
+        if (t.runs)
+            k_encode_runs<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, t.A, t.z, e.enc, e.bits,
+                                                                     e.start, e.carries, e.toff, e.words);
+        else
+            k_encode<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, e.enc, e.bits, e.start, e.words);
         ZB_LAUNCHED("k_encode");
     }
 }
 
 template <int LG>
-void launch_bits_and_encode(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                            const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
-                            int phase) {
-    const bool shared_table = t.size <= kSharedTable;
-    if (t.runs) {
-        if (shared_table) launch_phase<LG, true, true>(B, t, s, sym, n, enc, bits, start, words, phase);
-        else launch_phase<LG, false, true>(B, t, s, sym, n, enc, bits, start, words, phase);
-    } else {
-        if (shared_table) launch_phase<LG, true, false>(B, t, s, sym, n, enc, bits, start, words, phase);
-        else launch_phase<LG, false, false>(B, t, s, sym, n, enc, bits, start, words, phase);
-    }
+void launch_bits_and_encode(uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
+    if (t.size <= kSharedTable) launch_phase<LG, true>(B, t, s, e, phase);
+    else launch_phase<LG, false>(B, t, s, e, phase);
 }
 
-void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                     const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
-                     int phase) {
+void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
     switch (lg) {
-        case 10: launch_bits_and_encode<10>(B, t, s, sym, n, enc, bits, start, words, phase); break;
-        case 11: launch_bits_and_encode<11>(B, t, s, sym, n, enc, bits, start, words, phase); break;
-        default: launch_bits_and_encode<12>(B, t, s, sym, n, enc, bits, start, words, phase); break;
+        case 10: launch_bits_and_encode<10>(B, t, s, e, phase); break;
+        case 11: launch_bits_and_encode<11>(B, t, s, e, phase); break;
+        default: launch_bits_and_encode<12>(B, t, s, e, phase); break;
     }
 }
 
 template <int LG>
 void launch_hist_runs(unsigned grid, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
-                      uint64_t n, uint32_t *hist, uint32_t *err) {
+                      uint64_t n, uint32_t *hist, uint16_t *carries, uint32_t *err) {
     constexpr int TPB = 1 << (LG - 5);
     const uint32_t AT = A + kRatioRunTokens;
-    if (AT <= kSharedHistBins) k_hist_runs<LG, true><<<grid, TPB, 4 * (size_t)AT, s>>>(sym, n, B, A, z, hist, err);
-    else k_hist_runs<LG, false><<<grid, TPB, 0, s>>>(sym, n, B, A, z, hist, err);
+    if (AT <= kSharedHistBins) k_hist_runs<LG, true><<<grid, TPB, 4 * (size_t)AT, s>>>(sym, n, B, A, z, hist, carries, err);
+    else k_hist_runs<LG, false><<<grid, TPB, 0, s>>>(sym, n, B, A, z, hist, carries, err);
     ZB_LAUNCHED("k_hist_runs");
 }
 
@@ -689,7 +759,8 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     size_t scan_bytes = 0;
     exclusive_sum(nullptr, scan_bytes, nullptr, nullptr, max_groups, s);
     struct {
-        uint32_t *hist, *err, *enc, *bits, *words, *flagw, *counts, *off;
+        uint32_t *hist, *err, *enc, *bits, *words, *flagw, *counts, *off, *toff;
+        uint16_t *carries;
         unsigned long long *poff, *start, *totals;
         void *temp;
     } b{};
@@ -706,6 +777,9 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         b.counts = cv.take<uint32_t>(max_groups);
         b.off = cv.take<uint32_t>(max_groups);
         b.temp = cv.take<uint8_t>(scan_bytes);
+        const uint64_t threads = z < A ? B << (lg - 5) : 0;  // the threads of all sub-blocks, with run tokens
+        b.carries = cv.take<uint16_t>(threads);
+        b.toff = cv.take<uint32_t>(threads);
     };
     Carver measure;
     carve(measure);
@@ -719,9 +793,9 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         if (z < A) {
             const unsigned grid = (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)c.sm_count * 16));
             switch (lg) {
-                case 10: launch_hist_runs<10>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
-                case 11: launch_hist_runs<11>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
-                default: launch_hist_runs<12>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
+                case 10: launch_hist_runs<10>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                case 11: launch_hist_runs<11>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                default: launch_hist_runs<12>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
             }
             return;
         }
@@ -754,12 +828,13 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     const uint64_t bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes), ngroups = div_up(nblocks, 32);
     nblocks_ = nblocks;
     timed(timer, "ratio:encode", [&] {
-        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 0);
+        const EncodeBufs eb{d_symbols, n, b.enc, b.bits, b.start, b.words, b.carries, b.toff};
+        bits_and_encode(lg, B, table, s, eb, 0);
         k_part_scan<<<1, 1024, 0, s>>>(b.bits, B, P, b.poff);
         ZB_LAUNCHED("k_part_scan");
         k_offsets<<<grid_for(P * 32, 256), 256, 0, s>>>(b.bits, b.poff, B, P, total, 4 * nblocks, b.start, b.words);
         ZB_LAUNCHED("k_offsets");
-        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 1);
+        bits_and_encode(lg, B, table, s, eb, 1);
     });
     // 4. zero-block flags and counts
     timed(timer, "ratio:sparse", [&] {
