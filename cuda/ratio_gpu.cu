@@ -577,7 +577,7 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     unsigned long long buf = (((unsigned long long)bswap32(__ldg(w)) << 32) | bswap32(__ldg(w + 1))) << sh0;
     int nb = 64 - sh0;
     w += 2;
-    unsigned long long used = 0;
+    const uint32_t *const w_start = w - 2;
     bool invalid = false;
     // Runs: refill below 32 bits, so a code (<= 16 bits) and its extra bits (<= 12) are always there.
     auto one = [&]() -> uint32_t {
@@ -602,49 +602,83 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         }
         buf <<= l;
         nb -= (int)l;
-        used += l;
         return s;
     };
     uint16_t *o = a.out + j * S;
     uint64_t i = 0;
     if constexpr (kRuns) {
-        // Symbols staged 8 at a time (lo: 0..3, hi: 4..7) for 16-byte stores; runs of z fill whole stores.
+        // Every iteration costs about the same in every lane (lanes decode different sub-blocks in lockstep): it
+        // decodes up to two items while no run is pending and fewer than 8 symbols are staged, then moves at most
+        // 8 symbols of a pending run to the staging register, or stores up to 32 z of it directly. Staging: a
+        // 128-bit shift register (lo, hi), the c newest symbols at its top; at c = 8 it holds the next 8 symbols
+        // in store order. Counters are 32-bit (cnt <= 4096).
         unsigned long long lo = 0, hi = 0;
-        int c = 0;
+        uint32_t c = 0, R = 0, k32 = 0;  // staged symbols, copies of z still to stage, symbols stored
+        const uint32_t cnt32 = (uint32_t)cnt;
+        const unsigned long long z4 = (unsigned long long)a.z * 0x0001000100010001ull;
         const uint32_t zz = a.z | (a.z << 16);
-        auto push = [&](uint32_t v) {
-            if (c < 4) lo |= (unsigned long long)v << (16 * c);
-            else hi |= (unsigned long long)v << (16 * (c - 4));
-            if (++c == 8) {
-                *reinterpret_cast<uint4 *>(o + i) =
-                    make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
-                i += 8;
-                lo = hi = 0;
-                c = 0;
-            }
-        };
         bool overrun = false;
-        while (i + (uint64_t)c < cnt && !invalid) {
+        auto item = [&] {
             const uint32_t v = one();
             if (v < a.A) {
-                push(v);
-                continue;
+                lo = (lo >> 16) | (hi << 48);
+                hi = (hi >> 16) | ((unsigned long long)v << 48);
+                ++c;
+            } else {
+                const int xb = ratio_run_extra_bits(v - a.A);
+                const uint32_t extra = xb ? (uint32_t)(buf >> (64 - xb)) : 0u;
+                buf <<= xb;
+                nb -= xb;
+                R = ratio_run_length(v - a.A, extra);
+                if (R > cnt32 - (k32 + c)) {
+                    overrun = true;
+                    R = 0;
+                }
             }
-            const int xb = ratio_run_extra_bits(v - a.A);
-            const uint32_t extra = xb ? (uint32_t)(buf >> (64 - xb)) : 0u;
-            buf <<= xb;
-            nb -= xb;
-            used += (uint64_t)xb;
-            uint32_t L = ratio_run_length(v - a.A, extra);
-            if (L > cnt - (i + (uint64_t)c)) {
-                overrun = true;
-                break;
+        };
+        while (k32 + c < cnt32 && !invalid && !overrun) {
+            if (R == 0) {
+                item();
+                if (R == 0 && c < 8 && k32 + c < cnt32 && !invalid && !overrun) item();  // 3 per iteration: slower
             }
-            for (; L && c; --L) push(a.z);
-            for (; L >= 8; L -= 8, i += 8) *reinterpret_cast<uint4 *>(o + i) = make_uint4(zz, zz, zz, zz);
-            for (; L; --L) push(a.z);
+            if (R) {
+                if (c == 0 && R >= 8) {
+                    const uint4 q = make_uint4(zz, zz, zz, zz);
+                    uint4 *d = reinterpret_cast<uint4 *>(o + k32);
+                    d[0] = q;
+                    if (R >= 16) d[1] = q;
+                    if (R >= 24) d[2] = q;
+                    if (R >= 32) d[3] = q;
+                    const uint32_t k = R >= 32 ? 32u : R & ~7u;
+                    k32 += k;
+                    R -= k;
+                } else {
+                    const uint32_t k = min(R, 8 - c);  // 1..8 copies shifted in
+                    const int b = 16 * (int)k;         // 16..128 bits
+                    if (b >= 64) {
+                        lo = b == 64 ? hi : (b == 128 ? z4 : (hi >> (b - 64)) | (z4 << (128 - b)));
+                        hi = z4;
+                    } else {
+                        lo = (lo >> b) | (hi << (64 - b));
+                        hi = (hi >> b) | (z4 << (64 - b));
+                    }
+                    c += k;
+                    R -= k;
+                }
+            }
+            if (c == 8) {
+                *reinterpret_cast<uint4 *>(o + k32) =
+                    make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
+                k32 += 8;
+                c = 0;
+            }
         }
-        for (int k = 0; k < c; ++k) o[i + (uint64_t)k] = (uint16_t)((k < 4 ? lo >> (16 * k) : hi >> (16 * (k - 4))) & 0xFFFFu);
+        i = k32;
+        // The last c < 8 symbols: the top c of the 8 slots.
+        for (int k = 0; k < (int)c; ++k) {
+            const int slot = 8 - (int)c + k;
+            o[i + (uint64_t)k] = (uint16_t)((slot < 4 ? lo >> (16 * slot) : hi >> (16 * (slot - 4))) & 0xFFFFu);
+        }
         if (overrun) set_error(a.err, kRErrLength);
     } else {
         for (; i + 8 <= cnt; i += 8) {
@@ -658,6 +692,8 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         }
         for (; i < cnt; ++i) o[i] = (uint16_t)one();
     }
+    // Bits consumed: the words read, less the bits still buffered and the first word's bits before the start.
+    const unsigned long long used = 32ull * (unsigned long long)(w - w_start) - (unsigned long long)(nb + sh0);
     if (invalid) set_error(a.err, kRErrCode);
     else if (used != nbits) set_error(a.err, kRErrLength);
 }
