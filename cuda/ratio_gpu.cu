@@ -588,14 +588,16 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         const uint32_t e = lut[buf >> (64 - kRatioLutBits)];
         uint32_t l = e & 31u, s = e >> 16;
         if (!l) {
+            // The length is the first k > kRatioLutBits with w16 < limit[k]; limit grows with k, so k is
+            // kRatioLutBits + 1 plus the count of limits <= w16 (independent loads instead of a search).
             const uint32_t w16 = (uint32_t)(buf >> 48);
-            for (int k = kRatioLutBits + 1; k <= a.max_len; ++k)
-                if (w16 < limit[k]) {
-                    l = (uint32_t)k;
-                    s = perm[base[k] + (w16 >> (kL - k)) - first[k]];
-                    break;
-                }
-            if (!l) {
+            int k = kRatioLutBits + 1;
+#pragma unroll
+            for (int q = kRatioLutBits + 1; q <= kL; ++q) k += (q <= a.max_len && w16 >= limit[q]) ? 1 : 0;
+            if (k <= a.max_len) {
+                l = (uint32_t)k;
+                s = perm[base[k] + (w16 >> (kL - k)) - first[k]];
+            } else {
                 invalid = true;
                 l = 1;
             }
