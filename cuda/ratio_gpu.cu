@@ -761,12 +761,23 @@ void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, c
 }
 
 template <int LG>
-void launch_hist_runs(unsigned grid, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
+void launch_hist_runs(int sm_count, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
                       uint64_t n, uint32_t *hist, uint16_t *carries, uint32_t *err) {
     constexpr int TPB = 1 << (LG - 5);
     const uint32_t AT = A + kRatioRunTokens;
-    if (AT <= kSharedHistBins) k_hist_runs<LG, true><<<grid, TPB, 4 * (size_t)AT, s>>>(sym, n, B, A, z, hist, carries, err);
-    else k_hist_runs<LG, false><<<grid, TPB, 0, s>>>(sym, n, B, A, z, hist, carries, err);
+    // One wave of blocks (as many as are resident at once): a second, partial wave of the grid-stride loop left
+    // SMs idle at the end.
+    auto grid_of = [&](auto kernel, size_t shb) {
+        int per_sm = 0;
+        ZB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TPB, shb));
+        return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)sm_count * (uint64_t)std::max(per_sm, 1)));
+    };
+    if (AT <= kSharedHistBins) {
+        const size_t shb = 4 * (size_t)AT;
+        k_hist_runs<LG, true><<<grid_of(k_hist_runs<LG, true>, shb), TPB, shb, s>>>(sym, n, B, A, z, hist, carries, err);
+    } else {
+        k_hist_runs<LG, false><<<grid_of(k_hist_runs<LG, false>, 0), TPB, 0, s>>>(sym, n, B, A, z, hist, carries, err);
+    }
     ZB_LAUNCHED("k_hist_runs");
 }
 
@@ -829,11 +840,10 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
     timed(timer, "ratio:histogram", [&] {
         if (z < A) {
-            const unsigned grid = (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)c.sm_count * 16));
             switch (lg) {
-                case 10: launch_hist_runs<10>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
-                case 11: launch_hist_runs<11>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
-                default: launch_hist_runs<12>(grid, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                case 10: launch_hist_runs<10>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                case 11: launch_hist_runs<11>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                default: launch_hist_runs<12>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
             }
             return;
         }
