@@ -1,18 +1,22 @@
 // The ratio encoder stage on the GPU (docs/FORMAT.md, "Ratio encoder (format v2)"); see ratio_gpu.cuh for the API.
 //
 // Encode (device memory throughout; the codebook is built on the host by the same functions as the CPU's):
-//   k_hist        privatized shared-memory histogram (runs of equal symbols among 8 neighbours added at once)
+//   k_hist        privatized shared-memory histogram (runs of equal symbols among 8 neighbours added at once);
+//                 with a run symbol k_hist_runs: token histogram, and every thread's run carry (block scan) stored
 //   -> sync, host: package-merge lengths, canonical codes, code table upload, total bits = sum hist * len
-//   k_sub_bits    bits of every sub-block (one block of S/32 threads per sub-block, 32 symbols per thread)
+//   k_sub_bits    bits of every sub-block (one block of S/32 threads per sub-block, 32 symbols per thread);
+//                 k_sub_bits_runs also stores every thread's bit offset inside its sub-block
 //   k_part_scan   one block: exclusive scan of the partition sums -> absolute bit offset of every partition
 //   k_offsets     one warp per partition: start bit of every sub-block; zeroes the words two sub-blocks share
 //   k_encode      one block per sub-block: block scan of the threads' bit counts, codes OR-ed into shared words,
-//                 written out (shared boundary words with atomicOr, the others with plain stores)
+//                 written out (shared boundary words with atomicOr, the others with plain stores); k_encode_runs
+//                 takes the carries and offsets of the kernels before and tokenizes once, with no scan
 //   sparse_flags + exclusive_sum + scan_totals (sparse_gpu.cu, scan_gpu.cu) -> sync (non-zero block count)
 // write(): codebook upload, k_metadata (offsets and lengths), flag bytes, sparse_copy of the non-zero blocks.
 // Decode: host codebook -> tables; sparse_read_flags / exclusive_sum / sparse_expand into a zero-padded word
 // buffer; k_decode: one warp per partition, one lane per sub-block (offsets from a warp scan of the lengths, every
-// entry validated), an 11-bit lookup table in shared memory, 8 symbols per 16-byte store.
+// entry validated), an 11-bit lookup table in shared memory, 8 symbols per 16-byte store; with run tokens up to
+// two items per loop iteration and a bounded amount of run filling, so the lanes of a warp keep in step.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
