@@ -1,18 +1,22 @@
 // The ratio encoder stage on the GPU (docs/FORMAT.md, "Ratio encoder (format v2)"); see ratio_gpu.cuh for the API.
 //
 // Encode (device memory throughout; the codebook is built on the host by the same functions as the CPU's):
-//   k_hist        privatized shared-memory histogram (runs of equal symbols among 8 neighbours added at once)
+//   k_hist        privatized shared-memory histogram (runs of equal symbols among 8 neighbours added at once);
+//                 with a run symbol k_hist_runs: token histogram, and every thread's run carry (block scan) stored
 //   -> sync, host: package-merge lengths, canonical codes, code table upload, total bits = sum hist * len
-//   k_sub_bits    bits of every sub-block (one block of S/32 threads per sub-block, 32 symbols per thread)
+//   k_sub_bits    bits of every sub-block (one block of S/32 threads per sub-block, 32 symbols per thread);
+//                 k_sub_bits_runs also stores every thread's bit offset inside its sub-block
 //   k_part_scan   one block: exclusive scan of the partition sums -> absolute bit offset of every partition
 //   k_offsets     one warp per partition: start bit of every sub-block; zeroes the words two sub-blocks share
 //   k_encode      one block per sub-block: block scan of the threads' bit counts, codes OR-ed into shared words,
-//                 written out (shared boundary words with atomicOr, the others with plain stores)
+//                 written out (shared boundary words with atomicOr, the others with plain stores); k_encode_runs
+//                 takes the carries and offsets of the kernels before and tokenizes once, with no scan
 //   sparse_flags + exclusive_sum + scan_totals (sparse_gpu.cu, scan_gpu.cu) -> sync (non-zero block count)
 // write(): codebook upload, k_metadata (offsets and lengths), flag bytes, sparse_copy of the non-zero blocks.
 // Decode: host codebook -> tables; sparse_read_flags / exclusive_sum / sparse_expand into a zero-padded word
 // buffer; k_decode: one warp per partition, one lane per sub-block (offsets from a warp scan of the lengths, every
-// entry validated), an 11-bit lookup table in shared memory, 8 symbols per 16-byte store.
+// entry validated), an 11-bit lookup table in shared memory, 8 symbols per 16-byte store; with run tokens up to
+// two items per loop iteration and a bounded amount of run filling, so the lanes of a warp keep in step.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
@@ -81,9 +85,6 @@ __device__ __forceinline__ int load_symbols(const uint16_t *__restrict__ sym, ui
     }
     return cnt;
 }
-__device__ __forceinline__ uint32_t symbol_at(const uint32_t (&w)[16], int k) {
-    return (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
-}
 
 // Bit k set: symbol k of the thread exists (k < cnt) and is z.
 __device__ __forceinline__ uint32_t run_mask(const uint32_t (&w)[16], int cnt, uint32_t z) {
@@ -112,15 +113,6 @@ template <typename F>
 __device__ __forceinline__ void tokenize_thread(const uint16_t *__restrict__ sym, uint64_t i0, int cnt, uint32_t mask,
                                                 uint32_t carry, bool last, uint32_t A, uint32_t z, F &&emit) {
     uint32_t run = carry;
-    auto flush = [&] {
-        if (run == 1) {
-            emit(z, 0, 0u);
-        } else if (run) {
-            const RatioRunToken t = ratio_run_token(run);
-            emit(A + t.offset, t.extra_bits, t.extra);
-        }
-        run = 0;
-    };
     uint32_t others = ~mask & (cnt >= 32 ? kFullMask : ((1u << cnt) - 1u));
     int prev = -1;
     while (others) {
@@ -128,11 +120,12 @@ __device__ __forceinline__ void tokenize_thread(const uint16_t *__restrict__ sym
         others &= others - 1;
         run += (uint32_t)(p - prev - 1);
         prev = p;
-        flush();
+        if (run) ratio_emit_run(run, A, z, emit);
+        run = 0;
         emit(__ldg(sym + i0 + p), 0, 0u);
     }
     run += (uint32_t)(cnt - prev - 1);
-    if (last) flush();
+    if (last && run) ratio_emit_run(run, A, z, emit);
 }
 
 // Per thread of a sub-block block (TPB threads, 32 symbols each): loads the symbols and the run carry. Contains a
@@ -218,10 +211,11 @@ k_hist(const uint16_t *__restrict__ sym, uint64_t n, uint32_t A, uint32_t *__res
 }
 
 // Token histogram (runs possible): blocks of one sub-block's threads loop over sub-blocks; shared bins when AT fits.
+// Also stores every thread's run carry for k_sub_bits_runs and k_encode_runs.
 template <int LG, bool kShared>
 __global__ void __launch_bounds__(1 << (LG - 5))
 k_hist_runs(const uint16_t *__restrict__ sym, uint64_t n, uint64_t B, uint32_t A, uint32_t z,
-            uint32_t *__restrict__ hist, uint32_t *err) {
+            uint32_t *__restrict__ hist, uint16_t *__restrict__ carries, uint32_t *err) {
     constexpr int TPB = 1 << (LG - 5);
     extern __shared__ uint32_t sh[];
     __shared__ SubBlockRuns<TPB> runs;
@@ -231,20 +225,21 @@ k_hist_runs(const uint16_t *__restrict__ sym, uint64_t n, uint64_t B, uint32_t A
         __syncthreads();
     }
     uint32_t *h = kShared ? sh : hist;
-    bool bad = false;
+    const uint32_t AA = A | (A << 16);  // A < 65536 with runs
+    uint32_t bad = 0;
     for (uint64_t j = blockIdx.x; j < B; j += gridDim.x) {
         uint32_t w[16], mask, carry;
         int cnt;
         bool last;
         uint64_t i0;
         runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int, uint32_t) {
-            if (v < AT) atomicAdd(&h[v], 1u);
-        });
-        // A symbol >= A would count as a token or fall outside: the call fails.
+        carries[(j << (LG - 5)) + threadIdx.x] = (uint16_t)carry;  // < S
+        // A symbol >= A would count as a token or fall outside: the call fails (symbols past cnt are 0).
 #pragma unroll
-        for (int k = 0; k < 32; ++k)
-            if (k < cnt && symbol_at(w, k) >= A) bad = true;
+        for (int k = 0; k < 16; ++k) bad |= __vcmpgeu2(w[k], AA);
+        if (!bad)  // a bad symbol may index past the bins
+            tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
+                            [&](uint32_t v, int, uint32_t) { atomicAdd(&h[v], 1u); });
         __syncthreads();  // the scan storage is reused
     }
     if (bad) atomicOr(err, kRErrSymbol);
@@ -285,33 +280,63 @@ __device__ __forceinline__ const uint32_t *code_table(const uint32_t *__restrict
     }
 }
 
-// Bits of every sub-block. AT: code table size (A, or A + kRatioRunTokens with runs), A: symbols, z: run symbol.
-template <int LG, bool kShared, bool kRuns>
+// Bits of every sub-block (no run tokens).
+template <int LG, bool kShared>
 __global__ void __launch_bounds__(1 << (LG - 5))
-k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
-           const uint32_t *__restrict__ enc, uint32_t *__restrict__ bits) {
+k_sub_bits(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, const uint32_t *__restrict__ enc,
+           uint32_t *__restrict__ bits) {
     constexpr int TPB = 1 << (LG - 5);
     extern __shared__ uint32_t sh[];
-    __shared__ SubBlockRuns<TPB> runs;
     const uint32_t *table = code_table<kShared>(enc, AT, sh);
     uint32_t b = 0;
-    if constexpr (kRuns) {
-        uint32_t w[16], mask, carry;
-        int cnt;
-        bool last;
-        uint64_t i0;
-        runs.load(sym, n, blockIdx.x, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
-                        [&](uint32_t v, int xb, uint32_t) { b += (table[v] & 31u) + xb; });
-    } else {
-        uint32_t e[32];
-        load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+    uint32_t e[32];
+    load_codes(sym, ((uint64_t)blockIdx.x << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
 #pragma unroll
-        for (int k = 0; k < 32; ++k) b += e[k] & 31u;
-    }
+    for (int k = 0; k < 32; ++k) b += e[k] & 31u;
     using Reduce = cub::BlockReduce<uint32_t, TPB>;
     __shared__ typename Reduce::TempStorage tmp;
     const uint32_t sum = Reduce(tmp).Sum(b);
+    if (threadIdx.x == 0) bits[blockIdx.x] = sum;
+}
+
+// The thread's symbols of sub-block blockIdx.x with run tokens: its z mask, whether it ends the sub-block and i0
+// (the run carries come from k_hist_runs, which tokenized the same symbols with the same run symbol).
+template <int LG>
+__device__ __forceinline__ int load_run_mask(const uint16_t *__restrict__ sym, uint64_t n, uint32_t z,
+                                             uint32_t &mask, bool &last, uint64_t &i0) {
+    const uint64_t base = (uint64_t)blockIdx.x << LG;
+    const uint64_t end = min((unsigned long long)n, (unsigned long long)(base + (1ull << LG)));
+    i0 = base + 32 * (uint64_t)threadIdx.x;
+    uint32_t w[16];
+    const int cnt = load_symbols(sym, i0, end, w);
+    last = cnt > 0 && i0 + 32 >= end;
+    mask = run_mask(w, cnt, z);
+    return cnt;
+}
+
+// Bits of every sub-block with run tokens, and every thread's bit offset inside its sub-block (toff), so that
+// k_encode_runs tokenizes once and needs no scan.
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_sub_bits_runs(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+                const uint32_t *__restrict__ enc, const uint16_t *__restrict__ carries, uint32_t *__restrict__ toff,
+                uint32_t *__restrict__ bits) {
+    constexpr int TPB = 1 << (LG - 5);
+    extern __shared__ uint32_t sh[];
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);
+    const uint64_t t = ((uint64_t)blockIdx.x << (LG - 5)) + threadIdx.x;
+    uint32_t mask;
+    bool last;
+    uint64_t i0;
+    const int cnt = load_run_mask<LG>(sym, n, z, mask, last, i0);
+    uint32_t b = 0;
+    tokenize_thread(sym, i0, cnt, mask, carries[t], last, A, z,
+                    [&](uint32_t v, int xb, uint32_t) { b += (table[v] & 31u) + xb; });
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    __shared__ typename Scan::TempStorage tmp;
+    uint32_t off, sum;
+    Scan(tmp).ExclusiveSum(b, off, sum);
+    toff[t] = off;
     if (threadIdx.x == 0) bits[blockIdx.x] = sum;
 }
 
@@ -360,71 +385,12 @@ __global__ void k_offsets(const uint32_t *__restrict__ bits, const unsigned long
     }
 }
 
-template <int LG, bool kShared, bool kRuns>
-__global__ void __launch_bounds__(1 << (LG - 5))
-k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
-         const uint32_t *__restrict__ enc, const uint32_t *__restrict__ bits,
-         const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
-    constexpr int TPB = 1 << (LG - 5);
-    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
-    extern __shared__ uint32_t sh[];
-    __shared__ uint32_t wbuf[kMaxWords];
-    __shared__ SubBlockRuns<TPB> runs;
-    using Scan = cub::BlockScan<uint32_t, TPB>;
-    __shared__ typename Scan::TempStorage tmp;
-    const uint64_t j = blockIdx.x;
-    const uint64_t st = start[j];
-    const uint32_t nbits = bits[j];
+// The words of sub-block j in shared memory -> out (stream byte order); the words shared with a neighbour with
+// atomicOr (k_offsets zeroed them), the others with plain stores.
+template <int TPB>
+__device__ __forceinline__ void store_words(const uint32_t *wbuf, uint64_t st, uint32_t nbits, uint32_t *out) {
     const int lead = (int)(st & 31);
     const uint32_t nw = (uint32_t)((lead + nbits + 31) >> 5);
-    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
-    const uint32_t *table = code_table<kShared>(enc, AT, sh);  // synchronizes when it loads
-    uint32_t w[16], mask = 0, carry = 0;
-    int cnt = 0;
-    bool last = false;
-    uint64_t i0 = 0;
-    uint32_t e[kRuns ? 1 : 32];
-    uint32_t mine = 0;
-    if constexpr (kRuns) {
-        runs.load(sym, n, j, LG, z, w, cnt, mask, carry, last, i0);
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z,
-                        [&](uint32_t v, int xb, uint32_t) { mine += (table[v] & 31u) + xb; });
-    } else {
-        load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
-#pragma unroll
-        for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
-    }
-    uint32_t off;
-    Scan(tmp).ExclusiveSum(mine, off);
-    __syncthreads();  // wbuf zeroed
-    const uint32_t pos = (uint32_t)lead + off;
-    uint32_t wi = pos >> 5;
-    int fill = (int)(pos & 31);
-    unsigned long long acc = 0;
-    // A code of l <= 28 bits (with extra bits) at the top of the 64-bit accumulator after `fill` bits.
-    auto put = [&](uint32_t code, int l) {
-        acc |= (unsigned long long)code << (64 - fill - l);
-        fill += l;
-        if (fill >= 32) {
-            atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
-            acc <<= 32;
-            fill -= 32;
-        }
-    };
-    if constexpr (kRuns) {
-        tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int xb, uint32_t extra) {
-            const uint32_t t = table[v];
-            put(((t >> 16) << xb) | extra, (int)(t & 31u) + xb);
-        });
-    } else {
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-            const int l = (int)(e[k] & 31u);
-            if (l) put(e[k] >> 16, l);  // l = 0: past the last symbol
-        }
-    }
-    if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
-    __syncthreads();
     const uint64_t g0 = st >> 5;
     const bool end_shared = ((st + nbits) & 31) != 0;
     for (uint32_t k = threadIdx.x; k < nw; k += TPB) {
@@ -432,6 +398,97 @@ k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, 
         if ((k == 0 && lead) || (k == nw - 1 && end_shared)) atomicOr(&out[g0 + k], v);
         else out[g0 + k] = v;
     }
+}
+
+// A thread's codes into the shared words: put(code, l) appends l <= 28 bits (a code with its extra bits) at bit
+// position pos (relative to wbuf[0]'s top bit) through a 64-bit accumulator; flush() writes the partial last word.
+struct WordWriter {
+    uint32_t *wbuf;
+    uint32_t wi;
+    int fill;
+    unsigned long long acc = 0;
+    __device__ __forceinline__ WordWriter(uint32_t *b, uint32_t pos) : wbuf(b), wi(pos >> 5), fill((int)(pos & 31)) {}
+    __device__ __forceinline__ void put(uint32_t code, int l) {
+        acc |= (unsigned long long)code << (64 - fill - l);
+        fill += l;
+        if (fill >= 32) {
+            atomicOr(&wbuf[wi++], (uint32_t)(acc >> 32));
+            acc <<= 32;
+            fill -= 32;
+        }
+    }
+    __device__ __forceinline__ void flush() {
+        if (fill > 0) atomicOr(&wbuf[wi], (uint32_t)(acc >> 32));
+    }
+};
+
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_encode(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, const uint32_t *__restrict__ enc,
+         const uint32_t *__restrict__ bits, const unsigned long long *__restrict__ start, uint32_t *__restrict__ out) {
+    constexpr int TPB = 1 << (LG - 5);
+    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
+    extern __shared__ uint32_t sh[];
+    __shared__ uint32_t wbuf[kMaxWords];
+    using Scan = cub::BlockScan<uint32_t, TPB>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t j = blockIdx.x;
+    const uint64_t st = start[j];
+    const uint32_t nbits = bits[j];
+    const uint32_t nw = (uint32_t)(((st & 31) + nbits + 31) >> 5);
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);  // synchronizes when it loads
+    uint32_t e[32];
+    uint32_t mine = 0;
+    load_codes(sym, (j << LG) + 32 * (uint64_t)threadIdx.x, n, table, e);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) mine += e[k] & 31u;
+    uint32_t off;
+    Scan(tmp).ExclusiveSum(mine, off);
+    __syncthreads();  // wbuf zeroed
+    WordWriter ww(wbuf, (uint32_t)(st & 31) + off);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+        const int l = (int)(e[k] & 31u);
+        if (l) ww.put(e[k] >> 16, l);  // l = 0: past the last symbol
+    }
+    ww.flush();
+    __syncthreads();
+    store_words<TPB>(wbuf, st, nbits, out);
+}
+
+// k_encode with run tokens: the carries (k_hist_runs) and the threads' bit offsets (k_sub_bits_runs) are known, so
+// every thread tokenizes its symbols once, straight into the shared words.
+template <int LG, bool kShared>
+__global__ void __launch_bounds__(1 << (LG - 5))
+k_encode_runs(const uint16_t *__restrict__ sym, uint64_t n, uint32_t AT, uint32_t A, uint32_t z,
+              const uint32_t *__restrict__ enc, const uint32_t *__restrict__ bits,
+              const unsigned long long *__restrict__ start, const uint16_t *__restrict__ carries,
+              const uint32_t *__restrict__ toff, uint32_t *__restrict__ out) {
+    constexpr int TPB = 1 << (LG - 5);
+    constexpr int kMaxWords = (1 << LG) * kL / 32 + 2;
+    extern __shared__ uint32_t sh[];
+    __shared__ uint32_t wbuf[kMaxWords];
+    const uint64_t j = blockIdx.x, t = (j << (LG - 5)) + threadIdx.x;
+    const uint64_t st = start[j];
+    const uint32_t nbits = bits[j];
+    const uint32_t nw = (uint32_t)(((st & 31) + nbits + 31) >> 5);
+    for (uint32_t k = threadIdx.x; k < nw; k += TPB) wbuf[k] = 0;
+    const uint32_t *table = code_table<kShared>(enc, AT, sh);
+    uint32_t mask;
+    bool last;
+    uint64_t i0;
+    const int cnt = load_run_mask<LG>(sym, n, z, mask, last, i0);
+    const uint32_t carry = carries[t];
+    WordWriter ww(wbuf, (uint32_t)(st & 31) + toff[t]);
+    if constexpr (!kShared) __syncthreads();  // wbuf zeroed (code_table synchronizes when it loads)
+    tokenize_thread(sym, i0, cnt, mask, carry, last, A, z, [&](uint32_t v, int xb, uint32_t extra) {
+        const uint32_t e = table[v];
+        ww.put(((e >> 16) << xb) | extra, (int)(e & 31u) + xb);
+    });
+    ww.flush();
+    __syncthreads();
+    store_words<TPB>(wbuf, st, nbits, out);
 }
 
 __device__ __forceinline__ void put_le(uint8_t *p, unsigned long long v, int bytes) {
@@ -524,7 +581,7 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     unsigned long long buf = (((unsigned long long)bswap32(__ldg(w)) << 32) | bswap32(__ldg(w + 1))) << sh0;
     int nb = 64 - sh0;
     w += 2;
-    unsigned long long used = 0;
+    const uint32_t *const w_start = w - 2;
     bool invalid = false;
     // Runs: refill below 32 bits, so a code (<= 16 bits) and its extra bits (<= 12) are always there.
     auto one = [&]() -> uint32_t {
@@ -535,63 +592,99 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         const uint32_t e = lut[buf >> (64 - kRatioLutBits)];
         uint32_t l = e & 31u, s = e >> 16;
         if (!l) {
+            // The length is the first k > kRatioLutBits with w16 < limit[k]; limit grows with k, so k is
+            // kRatioLutBits + 1 plus the count of limits <= w16 (independent loads instead of a search).
             const uint32_t w16 = (uint32_t)(buf >> 48);
-            for (int k = kRatioLutBits + 1; k <= a.max_len; ++k)
-                if (w16 < limit[k]) {
-                    l = (uint32_t)k;
-                    s = perm[base[k] + (w16 >> (kL - k)) - first[k]];
-                    break;
-                }
-            if (!l) {
+            int k = kRatioLutBits + 1;
+#pragma unroll
+            for (int q = kRatioLutBits + 1; q <= kL; ++q) k += (q <= a.max_len && w16 >= limit[q]) ? 1 : 0;
+            if (k <= a.max_len) {
+                l = (uint32_t)k;
+                s = perm[base[k] + (w16 >> (kL - k)) - first[k]];
+            } else {
                 invalid = true;
                 l = 1;
             }
         }
         buf <<= l;
         nb -= (int)l;
-        used += l;
         return s;
     };
     uint16_t *o = a.out + j * S;
     uint64_t i = 0;
     if constexpr (kRuns) {
-        // Symbols staged 8 at a time (lo: 0..3, hi: 4..7) for 16-byte stores; runs of z fill whole stores.
+        // Every iteration costs about the same in every lane (lanes decode different sub-blocks in lockstep): it
+        // decodes up to two items while no run is pending and fewer than 8 symbols are staged, then moves at most
+        // 8 symbols of a pending run to the staging register, or stores up to 32 z of it directly. Staging: a
+        // 128-bit shift register (lo, hi), the c newest symbols at its top; at c = 8 it holds the next 8 symbols
+        // in store order. Counters are 32-bit (cnt <= 4096).
         unsigned long long lo = 0, hi = 0;
-        int c = 0;
+        uint32_t c = 0, R = 0, k32 = 0;  // staged symbols, copies of z still to stage, symbols stored
+        const uint32_t cnt32 = (uint32_t)cnt;
+        const unsigned long long z4 = (unsigned long long)a.z * 0x0001000100010001ull;
         const uint32_t zz = a.z | (a.z << 16);
-        auto push = [&](uint32_t v) {
-            if (c < 4) lo |= (unsigned long long)v << (16 * c);
-            else hi |= (unsigned long long)v << (16 * (c - 4));
-            if (++c == 8) {
-                *reinterpret_cast<uint4 *>(o + i) =
-                    make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
-                i += 8;
-                lo = hi = 0;
-                c = 0;
-            }
-        };
         bool overrun = false;
-        while (i + (uint64_t)c < cnt && !invalid) {
+        auto item = [&] {
             const uint32_t v = one();
             if (v < a.A) {
-                push(v);
-                continue;
+                lo = (lo >> 16) | (hi << 48);
+                hi = (hi >> 16) | ((unsigned long long)v << 48);
+                ++c;
+            } else {
+                const int xb = ratio_run_extra_bits(v - a.A);
+                const uint32_t extra = xb ? (uint32_t)(buf >> (64 - xb)) : 0u;
+                buf <<= xb;
+                nb -= xb;
+                R = ratio_run_length(v - a.A, extra);
+                if (R > cnt32 - (k32 + c)) {
+                    overrun = true;
+                    R = 0;
+                }
             }
-            const int xb = ratio_run_extra_bits(v - a.A);
-            const uint32_t extra = xb ? (uint32_t)(buf >> (64 - xb)) : 0u;
-            buf <<= xb;
-            nb -= xb;
-            used += (uint64_t)xb;
-            uint32_t L = ratio_run_length(v - a.A, extra);
-            if (L > cnt - (i + (uint64_t)c)) {
-                overrun = true;
-                break;
+        };
+        while (k32 + c < cnt32 && !invalid && !overrun) {
+            if (R == 0) {
+                item();
+                if (R == 0 && c < 8 && k32 + c < cnt32 && !invalid && !overrun) item();  // 3 per iteration: slower
             }
-            for (; L && c; --L) push(a.z);
-            for (; L >= 8; L -= 8, i += 8) *reinterpret_cast<uint4 *>(o + i) = make_uint4(zz, zz, zz, zz);
-            for (; L; --L) push(a.z);
+            if (R) {
+                if (c == 0 && R >= 8) {
+                    const uint4 q = make_uint4(zz, zz, zz, zz);
+                    uint4 *d = reinterpret_cast<uint4 *>(o + k32);
+                    d[0] = q;
+                    if (R >= 16) d[1] = q;
+                    if (R >= 24) d[2] = q;
+                    if (R >= 32) d[3] = q;
+                    const uint32_t k = R >= 32 ? 32u : R & ~7u;
+                    k32 += k;
+                    R -= k;
+                } else {
+                    const uint32_t k = min(R, 8 - c);  // 1..8 copies shifted in
+                    const int b = 16 * (int)k;         // 16..128 bits
+                    if (b >= 64) {
+                        lo = b == 64 ? hi : (b == 128 ? z4 : (hi >> (b - 64)) | (z4 << (128 - b)));
+                        hi = z4;
+                    } else {
+                        lo = (lo >> b) | (hi << (64 - b));
+                        hi = (hi >> b) | (z4 << (64 - b));
+                    }
+                    c += k;
+                    R -= k;
+                }
+            }
+            if (c == 8) {
+                *reinterpret_cast<uint4 *>(o + k32) =
+                    make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
+                k32 += 8;
+                c = 0;
+            }
         }
-        for (int k = 0; k < c; ++k) o[i + (uint64_t)k] = (uint16_t)((k < 4 ? lo >> (16 * k) : hi >> (16 * (k - 4))) & 0xFFFFu);
+        i = k32;
+        // The last c < 8 symbols: the top c of the 8 slots.
+        for (int k = 0; k < (int)c; ++k) {
+            const int slot = 8 - (int)c + k;
+            o[i + (uint64_t)k] = (uint16_t)((slot < 4 ? lo >> (16 * slot) : hi >> (16 * (slot - 4))) & 0xFFFFu);
+        }
         if (overrun) set_error(a.err, kRErrLength);
     } else {
         for (; i + 8 <= cnt; i += 8) {
@@ -605,6 +698,8 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         }
         for (; i < cnt; ++i) o[i] = (uint16_t)one();
     }
+    // Bits consumed: the words read, less the bits still buffered and the first word's bits before the start.
+    const unsigned long long used = 32ull * (unsigned long long)(w - w_start) - (unsigned long long)(nb + sh0);
     if (invalid) set_error(a.err, kRErrCode);
     else if (used != nbits) set_error(a.err, kRErrLength);
 }
@@ -622,51 +717,71 @@ struct EncodeTable {
     bool runs;
 };
 
-template <int LG, bool kShared, bool kRuns>
-void launch_phase(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                  const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words, int phase) {
+// Buffers of the encoder kernels.
+struct EncodeBufs {
+    const uint16_t *sym;
+    uint64_t n;
+    const uint32_t *enc;
+    uint32_t *bits;
+    const unsigned long long *start;
+    uint32_t *words;
+    uint16_t *carries;  // run carry of every thread of every sub-block (k_hist_runs), with run tokens
+    uint32_t *toff;     // bit offset of every thread inside its sub-block (k_sub_bits_runs), with run tokens
+};
+
+template <int LG, bool kShared>
+void launch_phase(uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
     constexpr int TPB = 1 << (LG - 5);
     const size_t shb = kShared ? (size_t)t.size * 4 : 0;
     if (phase == 0) {
-        k_sub_bits<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits);
+        if (t.runs)
+            k_sub_bits_runs<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, t.A, t.z, e.enc, e.carries,
+                                                                       e.toff, e.bits);
+        else
+            k_sub_bits<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, e.enc, e.bits);
         ZB_LAUNCHED("k_sub_bits");
     } else {
-        k_encode<LG, kShared, kRuns><<<(unsigned)B, TPB, shb, s>>>(sym, n, t.size, t.A, t.z, enc, bits, start, words);
+        if (t.runs)
+            k_encode_runs<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, t.A, t.z, e.enc, e.bits,
+                                                                     e.start, e.carries, e.toff, e.words);
+        else
+            k_encode<LG, kShared><<<(unsigned)B, TPB, shb, s>>>(e.sym, e.n, t.size, e.enc, e.bits, e.start, e.words);
         ZB_LAUNCHED("k_encode");
     }
 }
 
 template <int LG>
-void launch_bits_and_encode(uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                            const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
-                            int phase) {
-    const bool shared_table = t.size <= kSharedTable;
-    if (t.runs) {
-        if (shared_table) launch_phase<LG, true, true>(B, t, s, sym, n, enc, bits, start, words, phase);
-        else launch_phase<LG, false, true>(B, t, s, sym, n, enc, bits, start, words, phase);
-    } else {
-        if (shared_table) launch_phase<LG, true, false>(B, t, s, sym, n, enc, bits, start, words, phase);
-        else launch_phase<LG, false, false>(B, t, s, sym, n, enc, bits, start, words, phase);
-    }
+void launch_bits_and_encode(uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
+    if (t.size <= kSharedTable) launch_phase<LG, true>(B, t, s, e, phase);
+    else launch_phase<LG, false>(B, t, s, e, phase);
 }
 
-void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, const uint16_t *sym, uint64_t n,
-                     const uint32_t *enc, uint32_t *bits, const unsigned long long *start, uint32_t *words,
-                     int phase) {
+void bits_and_encode(int lg, uint64_t B, const EncodeTable &t, cudaStream_t s, const EncodeBufs &e, int phase) {
     switch (lg) {
-        case 10: launch_bits_and_encode<10>(B, t, s, sym, n, enc, bits, start, words, phase); break;
-        case 11: launch_bits_and_encode<11>(B, t, s, sym, n, enc, bits, start, words, phase); break;
-        default: launch_bits_and_encode<12>(B, t, s, sym, n, enc, bits, start, words, phase); break;
+        case 10: launch_bits_and_encode<10>(B, t, s, e, phase); break;
+        case 11: launch_bits_and_encode<11>(B, t, s, e, phase); break;
+        default: launch_bits_and_encode<12>(B, t, s, e, phase); break;
     }
 }
 
 template <int LG>
-void launch_hist_runs(unsigned grid, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
-                      uint64_t n, uint32_t *hist, uint32_t *err) {
+void launch_hist_runs(int sm_count, uint64_t B, uint32_t A, uint32_t z, cudaStream_t s, const uint16_t *sym,
+                      uint64_t n, uint32_t *hist, uint16_t *carries, uint32_t *err) {
     constexpr int TPB = 1 << (LG - 5);
     const uint32_t AT = A + kRatioRunTokens;
-    if (AT <= kSharedHistBins) k_hist_runs<LG, true><<<grid, TPB, 4 * (size_t)AT, s>>>(sym, n, B, A, z, hist, err);
-    else k_hist_runs<LG, false><<<grid, TPB, 0, s>>>(sym, n, B, A, z, hist, err);
+    // One wave of blocks (as many as are resident at once): a second, partial wave of the grid-stride loop left
+    // SMs idle at the end.
+    auto grid_of = [&](auto kernel, size_t shb) {
+        int per_sm = 0;
+        ZB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TPB, shb));
+        return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)sm_count * (uint64_t)std::max(per_sm, 1)));
+    };
+    if (AT <= kSharedHistBins) {
+        const size_t shb = 4 * (size_t)AT;
+        k_hist_runs<LG, true><<<grid_of(k_hist_runs<LG, true>, shb), TPB, shb, s>>>(sym, n, B, A, z, hist, carries, err);
+    } else {
+        k_hist_runs<LG, false><<<grid_of(k_hist_runs<LG, false>, 0), TPB, 0, s>>>(sym, n, B, A, z, hist, carries, err);
+    }
     ZB_LAUNCHED("k_hist_runs");
 }
 
@@ -697,7 +812,8 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     size_t scan_bytes = 0;
     exclusive_sum(nullptr, scan_bytes, nullptr, nullptr, max_groups, s);
     struct {
-        uint32_t *hist, *err, *enc, *bits, *words, *flagw, *counts, *off;
+        uint32_t *hist, *err, *enc, *bits, *words, *flagw, *counts, *off, *toff;
+        uint16_t *carries;
         unsigned long long *poff, *start, *totals;
         void *temp;
     } b{};
@@ -714,6 +830,9 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         b.counts = cv.take<uint32_t>(max_groups);
         b.off = cv.take<uint32_t>(max_groups);
         b.temp = cv.take<uint8_t>(scan_bytes);
+        const uint64_t threads = z < A ? B << (lg - 5) : 0;  // the threads of all sub-blocks, with run tokens
+        b.carries = cv.take<uint16_t>(threads);
+        b.toff = cv.take<uint32_t>(threads);
     };
     Carver measure;
     carve(measure);
@@ -725,11 +844,10 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
     timed(timer, "ratio:histogram", [&] {
         if (z < A) {
-            const unsigned grid = (unsigned)std::max<uint64_t>(1, std::min<uint64_t>(B, (uint64_t)c.sm_count * 16));
             switch (lg) {
-                case 10: launch_hist_runs<10>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
-                case 11: launch_hist_runs<11>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
-                default: launch_hist_runs<12>(grid, B, A, z, s, d_symbols, n, b.hist, b.err); break;
+                case 10: launch_hist_runs<10>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                case 11: launch_hist_runs<11>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
+                default: launch_hist_runs<12>(c.sm_count, B, A, z, s, d_symbols, n, b.hist, b.carries, b.err); break;
             }
             return;
         }
@@ -762,12 +880,13 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
     const uint64_t bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes), ngroups = div_up(nblocks, 32);
     nblocks_ = nblocks;
     timed(timer, "ratio:encode", [&] {
-        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 0);
+        const EncodeBufs eb{d_symbols, n, b.enc, b.bits, b.start, b.words, b.carries, b.toff};
+        bits_and_encode(lg, B, table, s, eb, 0);
         k_part_scan<<<1, 1024, 0, s>>>(b.bits, B, P, b.poff);
         ZB_LAUNCHED("k_part_scan");
         k_offsets<<<grid_for(P * 32, 256), 256, 0, s>>>(b.bits, b.poff, B, P, total, 4 * nblocks, b.start, b.words);
         ZB_LAUNCHED("k_offsets");
-        bits_and_encode(lg, B, table, s, d_symbols, n, b.enc, b.bits, b.start, b.words, 1);
+        bits_and_encode(lg, B, table, s, eb, 1);
     });
     // 4. zero-block flags and counts
     timed(timer, "ratio:sparse", [&] {

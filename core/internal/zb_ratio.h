@@ -62,6 +62,17 @@ ZB_HD uint32_t ratio_run_length(uint32_t offset, uint32_t extra) {
     return offset < kRatioRunExactMax - 1 ? offset + 2 : (1u << ratio_run_extra_bits(offset)) + extra;
 }
 
+// Emits a run of `run` >= 1 copies of the run symbol z as the encoders tokenize it: z itself for one copy, else
+// the run token A + offset with its extra bits, as emit(item, extra bits, extra).
+template <typename F> ZB_HD void ratio_emit_run(uint32_t run, uint32_t A, uint32_t z, F &&emit) {
+    if (run == 1) {
+        emit(z, 0, 0u);
+    } else {
+        const RatioRunToken t = ratio_run_token(run);
+        emit(A + t.offset, t.extra_bits, t.extra);
+    }
+}
+
 // ---- the stage ---------------------------------------------------------------------------------------------------
 
 struct RatioStats {

@@ -317,25 +317,17 @@ namespace {
 // z (z = kRatioNoRunSymbol: none) as one token of the extended alphabet above A.
 template <typename F> inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t A, uint32_t z, F &&emit) {
     uint32_t run = 0;
-    auto flush = [&] {
-        if (run == 1) {
-            emit(z, 0, 0u);
-        } else if (run) {
-            const RatioRunToken t = ratio_run_token(run);
-            emit(A + t.offset, t.extra_bits, t.extra);
-        }
-        run = 0;
-    };
     for (uint64_t i = 0; i < cnt; ++i) {
         const uint32_t v = s[i];
         if (v == z) {
             ++run;
             continue;
         }
-        flush();
+        if (run) ratio_emit_run(run, A, z, emit);
+        run = 0;
         emit(v, 0, 0u);
     }
-    flush();
+    if (run) ratio_emit_run(run, A, z, emit);
 }
 
 // Counts of the plain symbols from token counts over `count` symbols: z's count is what the others leave.
