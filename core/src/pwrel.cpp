@@ -67,6 +67,23 @@ double log_magnitudes(const T *x, uint64_t n, const zb_params &p, T *y, uint8_t 
 
 bool sign_of(const uint8_t *signs, uint64_t i) { return (signs[i >> 3] >> (i & 7)) & 1; }
 
+// |x - r| <= pw |x| decided exactly, not as rounded double arithmetic would: near the bound (and for subnormal x,
+// where pw |x| rounds to the subnormal grid) a rounded product can accept a value that misses the bound. Tiny
+// values are scaled by 2^256 (exact) so that nothing below underflows; the difference must be exact (checked with
+// TwoSum; when it is not, the value is stored exactly); the sign of fma(pw, |x|, -|x - r|), one rounding of the
+// exact value, is the sign of the exact value.
+bool within_pw(double x, double r, double pw) {
+    if (!std::isfinite(r)) return false;
+    if (std::fabs(x) < 0x1p-800) {
+        x *= 0x1p256;
+        r *= 0x1p256;
+    }
+    const double d = x - r, xb = d + r;  // TwoSum of x and -r: d + e == x - r exactly
+    const double e = (x - xb) + (-r - (d - xb));
+    if (e != 0) return false;
+    return std::fma(pw, std::fabs(x), -std::fabs(d)) >= 0;
+}
+
 template <typename T>
 zb_status compress_t(const zb_params &p, const T *x, const Shape &shape, uint8_t *dst, size_t cap, size_t *len,
                      int nt, const PwRelInnerCodec &inner, std::string &msg) {
@@ -125,9 +142,8 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &shape, uint8_t
     const double pw = p.bound;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t i = 0; i < (int64_t)n; ++i) {
-        const double xd = (double)x[i];
         const double r = (double)pwrel_value<T>(y[(size_t)i], sign_of(signs.data(), (uint64_t)i));
-        exc[(size_t)i] = is_special(x[i], p) || !(std::fabs(xd - r) <= pw * std::fabs(xd));
+        exc[(size_t)i] = is_special(x[i], p) || !within_pw((double)x[i], r, pw);
     }
     ExceptionStreams<T> ex;
     encode_exceptions(x, exc.data(), n, ex, nt);

@@ -220,8 +220,8 @@ def _expected_eb(info, orig_chunk, partial):
 
 def _block_bounds(h5py, new_ds, info, sel, orig_block, stats, where):
     """The bound of every value of a block: from each chunk's stream header (the bound the file promises),
-    checked against what the parameters call for. A chunk the filter skipped (optional filter, failed chunk)
-    or never wrote must be exact."""
+    checked against what the parameters call for; for pw_rel, pw * |x| of each value. A chunk the filter
+    skipped (optional filter, failed chunk) or never wrote must be exact."""
     eb = np.zeros(orig_block.shape, dtype=np.float64)
     shape = new_ds.shape
     for off, rel in _chunks_in(sel, info.chunks):
@@ -233,6 +233,9 @@ def _block_bounds(h5py, new_ds, info, sel, orig_block, stats, where):
             continue  # never written: the fill value everywhere, so the values must be exact
         if mask & (1 << info.index):
             continue  # stored without zbound: must be exact
+        if info.mode == "pw_rel":  # point-wise: pw * |x| for each value (the header's eb bounds log2 |x|)
+            eb[rel] = info.bound * np.abs(np.asarray(orig_block[rel], dtype=np.float64))
+            continue
         if not info.header_readable:
             eb[rel] = expected if expected is not None else 0.0
             continue
