@@ -14,33 +14,9 @@ namespace {
 
 using ratiot::spans;
 
-struct Encoded {
-    std::vector<std::string> seg;
-    zb::RatioStats st;
-};
-
-Encoded encode(const std::vector<uint16_t> &sym, uint32_t A, int threads = 1, int lg = zb::kRatioSubBlockLog2) {
-    Encoded e;
-    std::string msg;
-    zb::RatioOptions opt;
-    opt.sub_block_log2 = lg;
-    const zb_status s = zb::ratio_encode_cpu(sym.data(), sym.size(), A, threads, e.seg, &e.st, msg, opt);
-    EXPECT_EQ(s, ZB_OK) << msg;
-    return e;
-}
-
-zb_status decode(const std::vector<std::string> &seg, uint64_t n, uint32_t A, std::vector<uint16_t> &out,
-                 int threads = 1, std::string *why = nullptr) {
-    out.assign(n, 0xFFFF);
-    std::string msg;
-    const auto sp = spans(seg);
-    const zb_status s = zb::ratio_decode_cpu(sp.data(), n, A, threads, out.data(), msg);
-    if (why) *why = msg;
-    if (s != ZB_OK) {
-        EXPECT_FALSE(msg.empty());
-    }
-    return s;
-}
+using ratiot::decode;
+using ratiot::encode;
+using ratiot::Encoded;
 
 // Encode, decode with the library and with the reference decoder; both must give the input back.
 Encoded round_trip(const std::vector<uint16_t> &sym, uint32_t A, const std::string &what, int threads = 1,

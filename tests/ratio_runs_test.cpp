@@ -12,36 +12,15 @@ namespace {
 using ratiot::spans;
 constexpr uint32_t kA = 1024, kZ = 512;
 
-struct Enc {
-    std::vector<std::string> seg;
-    zb::RatioStats st;
-};
-
-Enc encode(const std::vector<uint16_t> &sym, uint32_t run_symbol, int threads = 1, int lg = zb::kRatioSubBlockLog2) {
-    Enc e;
-    std::string msg;
-    zb::RatioOptions opt;
-    opt.sub_block_log2 = lg;
-    opt.run_symbol = run_symbol;
-    EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), kA, threads, e.seg, &e.st, msg, opt), ZB_OK) << msg;
-    return e;
-}
-
-zb_status decode(const std::vector<std::string> &seg, uint64_t n, std::vector<uint16_t> &out, int threads = 1,
-                 bool allow_runs = true, std::string *why = nullptr) {
-    out.assign(n, 0xFFFF);
-    std::string msg;
-    const auto sp = spans(seg);
-    const zb_status s = zb::ratio_decode_cpu(sp.data(), n, kA, threads, out.data(), msg, allow_runs);
-    if (why) *why = msg;
-    return s;
-}
+using ratiot::decode;
+using ratiot::encode;
+using Enc = ratiot::Encoded;
 
 // Library and reference decoder give the input back.
 void check_round_trip(const Enc &e, const std::vector<uint16_t> &sym, int threads = 1) {
     std::vector<uint16_t> out;
     std::string why;
-    ASSERT_EQ(decode(e.seg, sym.size(), out, threads, true, &why), ZB_OK) << why;
+    ASSERT_EQ(decode(e.seg, sym.size(), kA, out, threads, &why), ZB_OK) << why;
     EXPECT_TRUE(out == sym) << "library decoder differs";
     const ratiot::RefResult ref = ratiot::reference_decode(e.seg, sym.size(), kA);
     EXPECT_TRUE(ref.ok) << "reference decoder: " << ref.why;
@@ -94,12 +73,12 @@ TEST(RatioRuns, RunsOfEveryLengthAcrossSubBlocks) {
     const std::vector<uint16_t> sym = runs_of(lengths, 5);
     for (int lg = zb::kRatioMinSubBlockLog2; lg <= zb::kRatioMaxSubBlockLog2; ++lg) {
         SCOPED_TRACE("lg " + std::to_string(lg));
-        const Enc e = encode(sym, kZ, 1, lg);
+        const Enc e = encode(sym, kA, 1, lg, kZ);
         EXPECT_TRUE(e.st.run_tokens);
         EXPECT_EQ((uint8_t)e.seg[0][0], (uint8_t)(lg | zb::kRatioRunFlag));
         check_round_trip(e, sym);
         for (int t : {2, 3, 8}) {
-            const Enc et = encode(sym, kZ, t, lg);
+            const Enc et = encode(sym, kA, t, lg, kZ);
             EXPECT_TRUE(et.seg == e.seg) << t << " threads write other bytes";
             check_round_trip(e, sym, t);
         }
@@ -107,7 +86,7 @@ TEST(RatioRuns, RunsOfEveryLengthAcrossSubBlocks) {
     // Every prefix length around sub-block borders (a run cut by the border, a last sub-block of 1 symbol).
     for (uint64_t n : {1ull, 2ull, 3ull, 4095ull, 4096ull, 4097ull, 8191ull, 8192ull, 8193ull}) {
         std::vector<uint16_t> cut(sym.begin(), sym.begin() + (long)std::min<uint64_t>(n, sym.size()));
-        const Enc e = encode(cut, kZ);
+        const Enc e = encode(cut, kA, 1, zb::kRatioSubBlockLog2, kZ);
         check_round_trip(e, cut);
     }
 }
@@ -117,7 +96,7 @@ TEST(RatioRuns, OnlyTheRunSymbol) {
     for (uint64_t n : {4096ull * 5, 4096ull * 5 + 1, 4096ull * 5 + 2, 1ull, 2ull, 17ull}) {
         SCOPED_TRACE("n " + std::to_string(n));
         const std::vector<uint16_t> sym(n, (uint16_t)kZ);
-        const Enc e = encode(sym, kZ);
+        const Enc e = encode(sym, kA, 1, zb::kRatioSubBlockLog2, kZ);
         check_round_trip(e, sym);
         if (n >= 2) {
             EXPECT_TRUE(e.st.run_tokens);
@@ -133,14 +112,14 @@ TEST(RatioRuns, OnlyTheRunSymbol) {
 TEST(RatioRuns, PlainStreamWhenTokensDoNotPay) {
     // Few repeats: the plain stream is shorter; it is then byte-identical to an encoder without a run symbol.
     const auto wide = ratiot::laplace_symbols(50000, kA, 40.0, 9);
-    const Enc with = encode(wide, kZ), without = encode(wide, zb::kRatioNoRunSymbol);
+    const Enc with = encode(wide, kA, 1, zb::kRatioSubBlockLog2, kZ), without = encode(wide, kA);
     EXPECT_FALSE(with.st.run_tokens);
     EXPECT_FALSE(without.st.run_tokens);
     EXPECT_TRUE(with.seg == without.seg);
     check_round_trip(with, wide);
     // Many repeats: tokens, and a shorter Huffman bitstream than the plain one.
     const auto narrow = ratiot::laplace_symbols(200000, kA, 0.05, 10);
-    const Enc t = encode(narrow, kZ), p = encode(narrow, zb::kRatioNoRunSymbol);
+    const Enc t = encode(narrow, kA, 1, zb::kRatioSubBlockLog2, kZ), p = encode(narrow, kA);
     EXPECT_TRUE(t.st.run_tokens);
     EXPECT_LT(t.st.huffman_bytes, p.st.huffman_bytes / 4);
     check_round_trip(t, narrow);
@@ -161,11 +140,11 @@ TEST(RatioRuns, VersionGateAndCorruption) {
     std::mt19937 rng(17);
     for (int k = 0; k < 3000; ++k) lengths.push_back(1 + rng() % 200);
     const std::vector<uint16_t> sym = runs_of(lengths, 19);
-    const Enc e = encode(sym, kZ, 1, 10);
+    const Enc e = encode(sym, kA, 1, 10, kZ);
     ASSERT_TRUE(e.st.run_tokens);
     std::vector<uint16_t> out;
     std::string why;
-    EXPECT_EQ(decode(e.seg, sym.size(), out, 1, false, &why), ZB_ERR_CORRUPT);
+    EXPECT_EQ(decode(e.seg, sym.size(), kA, out, 1, &why, false), ZB_ERR_CORRUPT);
     EXPECT_NE(why.find("version"), std::string::npos) << why;
     // Every single-bit flip of the codebook and metadata, random flips of the payload: an error or symbols of the
     // alphabet, never a crash (ASan/UBSan run this too).
@@ -178,7 +157,7 @@ TEST(RatioRuns, VersionGateAndCorruption) {
             if (seg[(size_t)k].empty()) break;
             const size_t i = k < 2 ? (size_t)t / 8 : rng() % len;
             seg[(size_t)k][i] = (char)(seg[(size_t)k][i] ^ (1 << (k < 2 ? t % 8 : (int)(rng() % 8))));
-            const zb_status s = decode(seg, sym.size(), out, 1 + t % 2);
+            const zb_status s = decode(seg, sym.size(), kA, out, 1 + t % 2);
             ++total;
             ASSERT_TRUE(s == ZB_OK || s == ZB_ERR_CORRUPT) << s;
             if (s == ZB_ERR_CORRUPT) {
@@ -192,6 +171,6 @@ TEST(RatioRuns, VersionGateAndCorruption) {
     std::printf("[ ratio ] run-token stream: %d of %d corruptions detected by the stage's checks\n", detected, total);
     // A run token that overruns its sub-block: a stream of whole sub-blocks of z decoded as one symbol fewer.
     const std::vector<uint16_t> zs(4096 * 2, (uint16_t)kZ);
-    const Enc ez = encode(zs, kZ);
-    EXPECT_NE(decode(ez.seg, zs.size() - 1, out), ZB_OK);
+    const Enc ez = encode(zs, kA, 1, zb::kRatioSubBlockLog2, kZ);
+    EXPECT_NE(decode(ez.seg, zs.size() - 1, kA, out), ZB_OK);
 }

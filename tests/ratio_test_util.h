@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "test_util.h"
 #include "zb_ratio.h"
 
 namespace ratiot {
@@ -47,25 +48,43 @@ inline std::vector<uint16_t> laplace_symbols(uint64_t n, uint32_t alphabet, doub
     return v;
 }
 
-// PLOT3D q file: 3 big-endian int32 (ni, nj, nk), 4 floats, then 5 x nk x nj x ni big-endian f32.
-inline bool read_plot3d(const std::string &path, std::vector<float> &out, size_t dims[3]) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return false;
-    std::vector<uint8_t> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (raw.size() < 28) return false;
-    auto be32 = [&](size_t off) {
-        return (uint32_t)raw[off] << 24 | (uint32_t)raw[off + 1] << 16 | (uint32_t)raw[off + 2] << 8 | raw[off + 3];
-    };
-    const size_t ni = be32(0), nj = be32(4), nk = be32(8), n = 5 * ni * nj * nk;
-    if (raw.size() < 28 + 4 * n) return false;
-    out.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-        const uint32_t u = be32(28 + 4 * i);
-        std::memcpy(&out[i], &u, 4);
+// The library's encoder (segments and stats) with the sub-block size and run symbol given.
+struct Encoded {
+    std::vector<std::string> seg;
+    zb::RatioStats st;
+};
+inline Encoded encode(const std::vector<uint16_t> &sym, uint32_t A, int threads = 1, int lg = zb::kRatioSubBlockLog2,
+                      uint32_t run_symbol = zb::kRatioNoRunSymbol) {
+    Encoded e;
+    std::string msg;
+    zb::RatioOptions opt;
+    opt.sub_block_log2 = lg;
+    opt.run_symbol = run_symbol;
+    EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), A, threads, e.seg, &e.st, msg, opt), ZB_OK) << msg;
+    return e;
+}
+
+// The library's decoder into out (n symbols, prefilled with 0xFFFF); a failure must come with a message.
+inline zb_status decode(const std::vector<std::string> &seg, uint64_t n, uint32_t A, std::vector<uint16_t> &out,
+                        int threads = 1, std::string *why = nullptr, bool allow_runs = true) {
+    out.assign(n, 0xFFFF);
+    std::string msg;
+    const auto sp = spans(seg);
+    const zb_status s = zb::ratio_decode_cpu(sp.data(), n, A, threads, out.data(), msg, allow_runs);
+    if (why) *why = msg;
+    if (s != ZB_OK) {
+        EXPECT_FALSE(msg.empty());
     }
-    dims[0] = 5 * nk;
-    dims[1] = nj;
-    dims[2] = ni;
+    return s;
+}
+
+// A PLOT3D q file (zbt::read_plot3d) as one 3D array, the 5 variables stacked: dims {5 nk, nj, ni}.
+inline bool read_plot3d(const std::string &path, std::vector<float> &out, size_t dims[3]) {
+    std::vector<size_t> d;
+    if (!zbt::read_plot3d(path, out, d)) return false;
+    dims[0] = d[0] * d[1];
+    dims[1] = d[2];
+    dims[2] = d[3];
     return true;
 }
 

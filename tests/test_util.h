@@ -67,37 +67,44 @@ inline double abs_bound_of(const std::vector<uint8_t> &stream) {
     return info.abs_bound;
 }
 
-// Every finite non-fill value within eb; every other value (NaN, Inf, fill, -0.0) bit-exact. Returns the number
-// of violations (0 expected) and reports the first few.
+// The per-value check behind count_violations and count_pw_violations. Values kept bit for bit: NaN, Inf, the fill
+// value and -0.0 (point-wise: every zero). The others: |x - x'| <= bound in double, or point-wise
+// |x - x'| <= bound * |x| in long double. Returns the number of violations and reports the first few.
 template <typename T>
-size_t count_violations(const std::vector<T> &orig, const std::vector<T> &dec, double eb, bool has_fill = false,
-                        T fill = T(0)) {
+size_t count_bad_values(const std::vector<T> &orig, const std::vector<T> &dec, double bound, bool point_wise,
+                        bool has_fill, T fill) {
     size_t bad = 0;
     for (size_t i = 0; i < orig.size(); ++i) {
         const T a = orig[i], b = dec[i];
         const bool exact = !std::isfinite(a) || (has_fill && bits(a) == bits(fill)) ||
-                           (a == 0 && std::signbit(a));
-        const bool ok = exact ? bits(a) == bits(b) : std::fabs((double)a - (double)b) <= eb;
+                           (a == 0 && (point_wise || std::signbit(a)));
+        bool ok;
+        if (exact) {
+            ok = bits(a) == bits(b);
+        } else if (point_wise) {
+            ok = std::fabs((long double)a - (long double)b) <= (long double)bound * std::fabs((long double)a);
+        } else {
+            ok = std::fabs((double)a - (double)b) <= bound;
+        }
         if (!ok && ++bad <= 5)
-            ADD_FAILURE() << "value " << i << ": original " << a << " decoded " << b << " bound " << eb;
+            ADD_FAILURE() << "value " << i << ": original " << a << " decoded " << b
+                          << (point_wise ? " pw_rel " : " bound ") << bound;
     }
     return bad;
+}
+
+// Every finite non-fill value within eb; every other value (NaN, Inf, fill, -0.0) bit-exact.
+template <typename T>
+size_t count_violations(const std::vector<T> &orig, const std::vector<T> &dec, double eb, bool has_fill = false,
+                        T fill = T(0)) {
+    return count_bad_values(orig, dec, eb, false, has_fill, fill);
 }
 
 // Finite non-fill x: |x - x'| <= pw |x| (so zeros exactly); NaN, Inf, fill and every zero bit for bit.
 template <typename T>
 size_t count_pw_violations(const std::vector<T> &orig, const std::vector<T> &dec, double pw, bool has_fill = false,
-                     T fill = T(0)) {
-    size_t bad = 0;
-    for (size_t i = 0; i < orig.size(); ++i) {
-        const T a = orig[i], b = dec[i];
-        const bool exact = !std::isfinite(a) || a == 0 || (has_fill && zbt::bits(a) == zbt::bits(fill));
-        const long double err = std::fabs((long double)a - (long double)b);
-        const bool ok = exact ? zbt::bits(a) == zbt::bits(b) : err <= (long double)pw * std::fabs((long double)a);
-        if (!ok && ++bad <= 5)
-            ADD_FAILURE() << "value " << i << ": original " << a << " decoded " << b << " pw_rel " << pw;
-    }
-    return bad;
+                           T fill = T(0)) {
+    return count_bad_values(orig, dec, pw, true, has_fill, fill);
 }
 
 // Reads a PLOT3D q file (the NASA CFD fields of ../shared/data): 3 big-endian int32 dims (ni, nj, nk), 4 floats,
