@@ -17,7 +17,8 @@ struct PwRelInnerCodec {
     // Compresses n log magnitudes (dtype and shape of the outer call) with params (mode ABS) into dst.
     std::function<zb_status(const zb_params &params, const void *values, uint8_t *dst, size_t cap, size_t *len)>
         compress;
-    // Decodes a complete inner stream of `len` bytes into values (n of the outer dtype).
+    // Decodes a complete inner stream of `len` bytes into values (n of the outer dtype). Its payload checksum is not
+    // verified again: the container's covers it (or, compressing, the writer just wrote it).
     std::function<zb_status(const uint8_t *stream, size_t len, void *values)> decompress;
 };
 
