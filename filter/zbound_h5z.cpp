@@ -4,6 +4,7 @@
 #include "zbound_h5z.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <vector>
 #include "zbound_cd_internal.h"
 #include "zbound_filter.h"
+#include "zbound_stats.h"
 
 namespace zbound_h5 {
 
@@ -325,8 +327,15 @@ herr_t set_local(hid_t dcpl_id, hid_t type_id, hid_t space_id) {
     }
 }
 
+// What a chunk's callback did, for ZBOUND_STATS.
+struct ChunkOutcome {
+    zb_run_stats run{};      // the codec's report (backend_used)
+    bool declined = false;   // an optional filter declined the chunk: not a failure
+};
+
 // Compression: returns the stream length, or 0 with a message pushed.
-size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nbytes, size_t *buf_size, void **buf) {
+size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nbytes, size_t *buf_size, void **buf,
+                    ChunkOutcome &outcome) {
     zb_params p;
     std::string why;
     if (!check_user_words(api, cd, cd_n, p)) return 0;
@@ -336,6 +345,7 @@ size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
         return 0;
     }
     if (!d.applicable) {
+        outcome.declined = true;
         ZB_PUSH_EXPECTED(api, Minor::BadType, "declining a chunk of a dataset that is not float (optional filter)");
         return 0;
     }
@@ -367,7 +377,7 @@ size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
     }
     const size_t shape[3] = {(size_t)d.dims[0], (size_t)d.dims[1], (size_t)d.dims[2]};
     size_t len = 0;
-    const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, out, cap, &len, nullptr);
+    const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, out, cap, &len, &outcome.run);
     if (s != ZB_OK) {
         api.free_memory(out);
         ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
@@ -383,7 +393,8 @@ size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
 }
 
 // Decompression: returns the decoded size, or 0 with a message pushed.
-size_t decode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nbytes, size_t *buf_size, void **buf) {
+size_t decode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nbytes, size_t *buf_size, void **buf,
+                    ChunkOutcome &outcome) {
     zb_stream_info info;
     zb_status s = zb_stream_info_get(*buf, nbytes, &info);
     if (s != ZB_OK) {
@@ -412,7 +423,7 @@ size_t decode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
         ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(out_bytes) + " bytes for a decompressed chunk");
         return 0;
     }
-    s = zb_decompress(*buf, nbytes, out, out_bytes, ZB_BACKEND_AUTO, nullptr);
+    s = zb_decompress(*buf, nbytes, out, out_bytes, ZB_BACKEND_AUTO, &outcome.run);
     if (s != ZB_OK) {
         api.free_memory(out);
         ZB_PUSH(api, Minor::Filter, "cannot decompress a chunk of " + std::to_string(nbytes) + " bytes: " +
@@ -435,13 +446,25 @@ size_t filter(unsigned int flags, size_t cd_nelmts, const unsigned int cd_values
         InFilter() { t_in_filter_function = true; }
         ~InFilter() { t_in_filter_function = false; }
     } in_filter;
+    ChunkOutcome outcome;
     try {
         if (!buf || !*buf || !buf_size) {
             ZB_PUSH(*api, Minor::BadValue, "the filter was called without a buffer");
             return 0;
         }
-        if (flags & H5Z_FLAG_REVERSE) return decode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf);
-        return encode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf);
+        const bool reverse = (flags & H5Z_FLAG_REVERSE) != 0;
+        if (!stats_enabled())
+            return reverse ? decode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf, outcome)
+                           : encode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf, outcome);
+        const auto t0 = std::chrono::steady_clock::now();
+        const size_t result = reverse ? decode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf, outcome)
+                                      : encode_chunk(*api, cd_nelmts, cd_values, nbytes, buf_size, buf, outcome);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const Direction dir = reverse ? Direction::Decompress : Direction::Compress;
+        if (result) stats_record(dir, outcome.run.backend_used, reverse ? result : nbytes, reverse ? nbytes : result,
+                                 seconds);
+        else if (!outcome.declined) stats_record_failure(dir);
+        return result;
     } catch (const std::bad_alloc &) {
         ZB_PUSH(*api, Minor::NoSpace, "out of host memory");
         return 0;

@@ -1,5 +1,6 @@
 """The zbound filter as h5py users meet it (h5py's bundled HDF5 2.x loads the plugin from HDF5_PLUGIN_PATH)."""
 
+import os
 import re
 import struct
 
@@ -290,3 +291,62 @@ def test_point_wise_relative_bound_on_every_value(tmp_path, dtype):
     assert np.all(np.abs(x[finite] - y[finite]) <= pw * np.abs(x[finite]))
     exact = ~finite
     assert np.array_equal(uint_view(a)[exact], uint_view(back)[exact])
+
+
+_STATS_SCRIPT = r"""
+import sys, h5py, numpy as np
+path, kw = sys.argv[1], eval(sys.argv[2])
+x = np.sin(np.arange(64 * 1000, dtype=np.float32) / 50).reshape(64, 1000)
+with h5py.File(path, "w") as f:
+    f.create_dataset("x", data=x, chunks=(16, 250), **kw)        # 16 chunks of 16 kB
+    f.create_dataset("i", data=np.arange(64, dtype=np.int32), chunks=(16,), **kw)  # declined: not counted
+with h5py.File(path, "r") as f:
+    ds = f["x"]
+    stored = sum(ds.id.get_chunk_info(i).size for i in range(ds.id.get_num_chunks()))
+    y = ds[:8]                                                     # reads 4 of the 16 chunks
+    print("STORED", stored, flush=True)
+"""
+
+
+def _stats_lines(stderr):
+    return [ln for ln in stderr.splitlines() if ln.startswith("zbound stats:")]
+
+
+def test_zbound_stats_summary_at_exit(tmp_path):
+    """ZBOUND_STATS=1 prints, at exit, per direction and backend: chunks, raw and stored MB, seconds, GB/s; the
+    numbers are those of the chunks the filter really processed (checked against HDF5's chunk index)."""
+    import subprocess
+    import sys as _sys
+
+    kw = repr(zbound_kwargs("abs", 1e-3))
+    env = dict(os.environ, ZBOUND_STATS="1", ZBOUND_BACKEND="cpu")
+    p = subprocess.run([_sys.executable, "-c", _STATS_SCRIPT, str(tmp_path / "s.h5"), kw], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    stored = int(p.stdout.split("STORED")[1])
+    lines = _stats_lines(p.stderr)
+    comp = [ln for ln in lines if " compress " in ln]
+    dec = [ln for ln in lines if " decompress " in ln]
+    assert len(comp) == 1 and len(dec) == 1, p.stderr
+    m = re.search(r"compress\s+cpu\s+(\d+) chunks\s+([\d.]+) MB raw\s+([\d.]+) MB stored\s+ratio ([\d.]+)\s+"
+                  r"([\d.]+) s in the filter\s+([\d.]+) GB/s", comp[0])
+    assert m, comp[0]
+    assert int(m.group(1)) == 16
+    assert abs(float(m.group(2)) - 64 * 1000 * 4 / 1e6) < 0.051
+    assert abs(float(m.group(3)) - stored / 1e6) < 0.051
+    assert float(m.group(5)) > 0 and float(m.group(6)) > 0
+    m = re.search(r"decompress\s+cpu\s+(\d+) chunks\s+([\d.]+) MB raw", dec[0])
+    assert m, dec[0]
+    assert int(m.group(1)) == 4
+    assert abs(float(m.group(2)) - 4 * 16 * 250 * 4 / 1e6) < 0.051
+    assert "failed" not in p.stderr
+
+    # Off by default and with ZBOUND_STATS=0.
+    for value in (None, "0"):
+        env = dict(os.environ, ZBOUND_BACKEND="cpu")
+        env.pop("ZBOUND_STATS", None)
+        if value is not None:
+            env["ZBOUND_STATS"] = value
+        p = subprocess.run([_sys.executable, "-c", _STATS_SCRIPT, str(tmp_path / "t.h5"), kw], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and not _stats_lines(p.stderr), p.stderr
