@@ -1,10 +1,14 @@
 // Each CPU stage against a plain, obviously-correct reference.
 #include <gtest/gtest.h>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 #include "test_util.h"
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
+#include "zb_exceptions.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
 
@@ -153,6 +157,98 @@ TEST(Shape, DropsUnitDimsAndFolds) {
     EXPECT_FALSE(zb::fold_shape(2, z, s));
     const size_t big[] = {1ull << 40, 1ull << 40};
     EXPECT_FALSE(zb::fold_shape(2, big, s));
+}
+
+// value_range: min and max over the finite non-fill values, against a plain loop, for every length up to 70 and a
+// few large ones (the vectorized main loop and its tail), f32 and f64, with and without a fill value, 1 and 2
+// threads, arrays full of NaN, Inf, -0.0, +0.0, the fill value and ordinary numbers.
+template <typename T> void check_value_range() {
+    using U = typename zb::FloatBits<T>::U;
+    const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
+    std::mt19937 rng(7);
+    const T fill = (T)-999.25;
+    U fill_bits;
+    std::memcpy(&fill_bits, &fill, sizeof fill);
+    const T pool[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                      -std::numeric_limits<T>::infinity(), (T)-0.0, (T)0.0, fill, std::numeric_limits<T>::max(),
+                      std::numeric_limits<T>::lowest(), std::numeric_limits<T>::denorm_min()};
+    std::vector<uint64_t> lengths;
+    for (uint64_t n = 0; n <= 70; ++n) lengths.push_back(n);
+    for (uint64_t n : {65535u, 65536u, 65537u, 200003u}) lengths.push_back(n);
+    for (uint64_t n : lengths)
+        for (int trial = 0; trial < 3; ++trial) {
+            std::vector<T> x(n);
+            for (auto &v : x)
+                v = rng() % 3 == 0 ? pool[rng() % (sizeof pool / sizeof pool[0])] : (T)((double)(int32_t)rng() * 1e-3);
+            for (int has_fill = 0; has_fill < 2; ++has_fill) {
+                bool any = false;
+                T lo = 0, hi = 0;
+                for (T v : x) {
+                    U b;
+                    std::memcpy(&b, &v, sizeof v);
+                    if (!std::isfinite(v) || (has_fill && b == fill_bits)) continue;
+                    if (!any || v < lo) lo = v;
+                    if (!any || v > hi) hi = v;
+                    any = true;
+                }
+                for (int threads : {1, 2}) {
+                    double vmin = 1, vmax = -1;
+                    const bool got = zb::value_range(dtype, x.data(), n, has_fill, fill_bits, threads, vmin, vmax);
+                    ASSERT_EQ(got, any) << "n " << n;
+                    if (!any) continue;
+                    // Compared by value: with both zeros present either zero is a correct minimum.
+                    EXPECT_EQ(vmin, (double)lo) << "n " << n << " fill " << has_fill << " threads " << threads;
+                    EXPECT_EQ(vmax, (double)hi) << "n " << n << " fill " << has_fill << " threads " << threads;
+                }
+            }
+        }
+}
+TEST(ValueRange, MatchesPlainLoopF32) { check_value_range<float>(); }
+TEST(ValueRange, MatchesPlainLoopF64) { check_value_range<double>(); }
+
+// Exceptions: the edge mask (bit i = exc[i] != exc[i-1]) against its definition, and the round trip of mask and
+// values, for lengths around multiples of 8 and masks from empty to full (runs, isolated points, the last value).
+TEST(Exceptions, EdgeMaskAndRoundTrip) {
+    std::mt19937 rng(11);
+    for (uint64_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 4099u}) {
+        for (int density : {0, 1, 10, 50, 100}) {
+            std::vector<uint8_t> exc(n);
+            std::vector<float> x(n);
+            for (uint64_t i = 0; i < n; ++i) {
+                exc[i] = (uint8_t)((int)(rng() % 100) < density);
+                x[i] = (float)(rng() % 5);   // repeated values: runs of equal exceptions
+            }
+            if (n > 2 && density == 1) exc[n - 1] = 1;   // an exception in the last (possibly partial) byte
+            zb::ExceptionStreams<float> ex;
+            zb::encode_exceptions(x.data(), exc.data(), n, ex, 2);
+            uint64_t count = 0;
+            for (uint8_t e : exc) count += e;
+            ASSERT_EQ(ex.count, count);
+            const uint64_t mask_bytes = (n + 7) / 8;
+            std::vector<uint8_t> edge(mask_bytes);
+            ASSERT_TRUE(zb::sparse_decode(ex.edge_flags.data(), reinterpret_cast<const uint8_t *>(ex.edge_blocks.data()),
+                                          ex.edge_nonzero_blocks(), mask_bytes, edge.data()));
+            for (uint64_t i = 0; i < n; ++i) {
+                const bool expected = exc[i] != (i ? exc[i - 1] : 0);
+                ASSERT_EQ(((edge[i / 8] >> (i % 8)) & 1) != 0, expected) << "n " << n << " i " << i;
+            }
+            for (uint64_t i = n; i < mask_bytes * 8; ++i) ASSERT_EQ((edge[i / 8] >> (i % 8)) & 1, 0) << "padding";
+            zb::ByteSpan seg[zb::kExceptionSegmentCount];
+            for (int i = 0; i < zb::kExceptionSegmentCount; ++i)
+                seg[i] = {static_cast<const uint8_t *>(ex.segment_data(i)), ex.segment_length(i)};
+            std::vector<float> out(n, -1.0f);
+            std::vector<uint8_t> mask(n, 0);
+            std::string msg;
+            ASSERT_TRUE(zb::decode_exceptions(seg, n, ex.count, ex.run_values.size(), out.data(), mask.data(), msg))
+                << msg;
+            for (uint64_t i = 0; i < n; ++i) {
+                ASSERT_EQ(mask[i], exc[i]) << "n " << n << " i " << i;
+                if (exc[i]) {
+                    ASSERT_EQ(out[i], x[i]);
+                }
+            }
+        }
+    }
 }
 
 }  // namespace

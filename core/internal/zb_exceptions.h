@@ -51,6 +51,18 @@ void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStre
     uint64_t count = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : count)
     for (int64_t b = 0; b < (int64_t)mask_bytes; ++b) {
+        const uint64_t i0 = (uint64_t)b * 8;
+        if (i0 + 8 <= n) {
+            // Eight mask bytes (each 0 or 1) at once: bit k of the edge byte is exc[i0+k] ^ exc[i0+k-1]; the
+            // multiplication gathers bit 0 of each byte of `change` into the top byte (byte k -> bit k).
+            uint64_t w;
+            std::memcpy(&w, exc + i0, 8);
+            const uint64_t prev = i0 ? exc[i0 - 1] : 0;
+            const uint64_t change = w ^ ((w << 8) | prev);
+            edge[(size_t)b] = (uint8_t)((change * 0x0102040810204080ull) >> 56);
+            count += (uint64_t)__builtin_popcountll(w);
+            continue;
+        }
         uint8_t byte = 0;
         for (int k = 0; k < 8; ++k) {
             const uint64_t i = (uint64_t)b * 8 + k;

@@ -91,19 +91,21 @@ template <typename T>
 ZB_HD bool quantize_residual(T x, double p, double twoe, double recip, double eb, int32_t radius, int has_fill,
                              uint64_t fill_bits, int32_t &q, T &recon) {
     using U = typename FloatBits<T>::U;
+    // The conditions are combined with & and |, not && and ||, and t is clamped before rounding instead of
+    // branching: with no control flow the CPU loops over a row vectorize (the values are the same either way).
     // -0.0 is always kept exactly: a prediction near zero could otherwise reconstruct it as a tiny negative value,
     // within the bound but not bit for bit (DESIGN invariant 2).
-    const bool special = !is_finite_value(x) || (has_fill && bits_of(x) == (U)fill_bits) ||
-                         (x == (T)0 && sign_bit(x));
+    const bool special = (!is_finite_value(x)) | ((has_fill != 0) & (bits_of(x) == (U)fill_bits)) |
+                         ((x == (T)0) & sign_bit(x));
     const double xd = (double)x;
     const double t = mul_rn(sub_rn(xd, p), recip);
     const bool small = abs_value(t) < kQuantLimit;  // false for NaN
-    const int32_t qi = (int32_t)(small ? round_half_even(t) : 0.0);
-    const bool in_range = small && qi > -radius && qi < radius;
+    const int32_t qi = (int32_t)round_half_even(small ? t : 0.0);
+    const bool in_range = small & (qi > -radius) & (qi < radius);
     const T r = (T)add_rn(p, mul_rn((double)qi, twoe));
     const bool within = abs_value(sub_rn(xd, (double)r)) <= eb;
-    const bool sign_ok = !(x == (T)0 && sign_bit(x) != sign_bit(r));  // +0.0 must not come back as -0.0
-    const bool regular = !special && in_range && within && sign_ok && eb > 0;
+    const bool sign_ok = !((x == (T)0) & (sign_bit(x) != sign_bit(r)));  // +0.0 must not come back as -0.0
+    const bool regular = (!special) & in_range & within & sign_ok & (eb > 0);
     q = regular ? qi : 0;
     recon = regular ? r : x;
     return regular;

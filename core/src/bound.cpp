@@ -24,17 +24,46 @@ void resolve_pipeline(const zb_params &p, uint8_t &predictor, uint8_t &encoder) 
 }
 
 namespace {
+// Min and max of the finite non-fill values of x[begin, end), into lo / hi (which hold +inf / -inf when there are
+// none). Kept in kLanes independent accumulators, with the "usable" test as a mask instead of a branch (finite:
+// |v| <= max, a floating-point compare; the fill test compares bits, only when there is a fill value), so that the
+// compiler vectorizes the inner loop.
+template <bool UseFill, typename T>
+void range_part(const T *x, uint64_t begin, uint64_t end, uint64_t fill_bits, T &lo, T &hi) {
+    using U = typename FloatBits<T>::U;
+    constexpr int kLanes = 16;
+    const U fill = (U)fill_bits;
+    T l[kLanes], h[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
+        l[k] = std::numeric_limits<T>::infinity();
+        h[k] = -std::numeric_limits<T>::infinity();
+    }
+    auto step = [&](int k, T v) {
+        bool usable = std::fabs(v) <= std::numeric_limits<T>::max();
+        if constexpr (UseFill) usable = usable & (bits_of(v) != fill);
+        l[k] = (usable & (v < l[k])) ? v : l[k];
+        h[k] = (usable & (v > h[k])) ? v : h[k];
+    };
+    uint64_t i = begin;
+    for (; i + kLanes <= end; i += kLanes)
+        for (int k = 0; k < kLanes; ++k) step(k, x[i + k]);
+    for (int k = 0; i < end; ++i, ++k) step(k, x[i]);
+    for (int k = 0; k < kLanes; ++k) {
+        lo = l[k] < lo ? l[k] : lo;
+        hi = h[k] > hi ? h[k] : hi;
+    }
+}
+
 template <typename T>
 bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int threads, double &vmin, double &vmax) {
-    using U = typename FloatBits<T>::U;
-    const U fill = (U)fill_bits;
     T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
-#pragma omp parallel for num_threads(threads) reduction(min : lo) reduction(max : hi) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) {
-        const T v = x[i];
-        if (!std::isfinite(v) || (has_fill && bits_of(v) == fill)) continue;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
+    const int parts = n < (1u << 16) ? 1 : threads;
+#pragma omp parallel for num_threads(parts) reduction(min : lo) reduction(max : hi) schedule(static, 1)
+    for (int r = 0; r < parts; ++r)
+    {
+        const uint64_t begin = n * (uint64_t)r / (uint64_t)parts, end = n * (uint64_t)(r + 1) / (uint64_t)parts;
+        if (has_fill) range_part<true>(x, begin, end, fill_bits, lo, hi);
+        else range_part<false>(x, begin, end, fill_bits, lo, hi);
     }
     if (!(lo <= hi)) return false;
     vmin = (double)lo;

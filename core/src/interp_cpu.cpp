@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
+#include <omp.h>
 #include "zb_bytes.h"
 #include "zb_interp_cpu.h"
 #include "zb_lorenzo.h"
@@ -48,81 +51,115 @@ Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
 
 int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
 
-// Calls f(idx, k, pred) for every point of pass p (idx its array index, k its number within the pass) with pred its
-// prediction from rec at stride s: the arithmetic of interp_predict, organized for speed. A row of a pass along z
-// or y has one spline case for all its points (their coordinate along the pass dim is the row's), so the case is
-// chosen once per row and the loop over x is branch-free; along x the case is chosen per point.
-template <typename T, typename F>
-void for_each_prediction(const Pass &p, const int64_t d[3], int64_t s, bool natural, const T *rec, int nt, F f) {
-    const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
+// finite_prediction (zb_interp.h) written with selects instead of early returns, and "finite" as |v| <= DBL_MAX (a
+// double compare; the bit test needs 64-bit integer vector compares, which SSE2 lacks), so that loops using it
+// vectorize. Same result.
+inline bool finite_double(double v) { return std::fabs(v) <= std::numeric_limits<double>::max(); }
+inline double finite_prediction_sel(double p, double left, double right) {
+    const double fallback = finite_double(left) ? left : (finite_double(right) ? right : 0.0);
+    return finite_double(p) ? p : fallback;
+}
+
+// One row of a pass: the points at array indices first + ix * dx, numbered k0 + ix within the pass (ix < count).
+struct Row {
+    int64_t first, dx, k0, count;
+};
+
+// Predictions of one row, sink(ix, prediction) for each point ix in order, from rec at stride s (the arithmetic of
+// interp_predict). A row of a pass along z or y has one spline case for all its points (their coordinate along the
+// pass dim is the row's), so the case is chosen once per row and the loop over x is branch-free; along x the cubic
+// interior runs without the per-point case choice, the few points near the ends through interp_predict. With a sink
+// that only stores into a buffer, and Branchless, the loops vectorize.
+template <bool Natural, bool Branchless, typename T, typename Sink>
+void predict_row(const Pass &p, const int64_t d[3], int64_t s, const T *__restrict rec, int64_t z, int64_t y,
+                 const Row &row, Sink sink) {
+    // The fallback for a non-finite spline: without branches where the loop is to vectorize, else the early-return
+    // form, which is faster in a scalar loop.
+    auto finite = [](double pred, double b, double c) {
+        return Branchless ? finite_prediction_sel(pred, b, c) : finite_prediction(pred, b, c);
+    };
     const int64_t stride = p.dim == 0 ? d[1] * d[2] : (p.dim == 1 ? d[2] : 1);
     const int64_t o1 = s * stride, o3 = 3 * s * stride;   // neighbours at idx -+ o1, -+ o3
-    const int64_t x0 = p.start[2], dx = p.step[2];
-#pragma omp parallel for num_threads(nt) schedule(static) if (rows * nxp > 65536)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t z = p.start[0] + (r / p.count[1]) * p.step[0];
-        const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
-        const int64_t row0 = lin(d, z, y, 0), k0 = r * nxp;
-        const T *v = rec + row0;   // v[x]: the row's values
-        // The row's points, each with predict(x) (a lambda per spline case, so each loop is specialized).
-        auto each_point = [&](auto predict) {
-            for (int64_t ix = 0; ix < nxp; ++ix) {
-                const int64_t x = x0 + ix * dx;
-                f(row0 + x, k0 + ix, predict(x));
-            }
+    const int64_t n = row.count, dx = row.dx;
+    const T *__restrict v = rec + row.first;   // v[ix * dx]: the point ix's value
+    if (p.dim == 2) {
+        const int64_t x0 = p.start[2];
+        auto general = [&](int64_t ix) {
+            const int64_t x = x0 + ix * dx;
+            sink(ix, interp_predict(x, s, d[2], Natural, [&](int64_t j) { return (double)v[j - x0]; }));
         };
-        if (p.dim == 2) {
-            // Along x the case depends on the point: the cubic interior (x - 3s >= 0, x + 3s < nx) runs without the
-            // per-point case choice, the few points near the ends through interp_predict.
-            auto general = [&](int64_t ix) {
-                const int64_t x = x0 + ix * dx;
-                f(row0 + x, k0 + ix,
-                  interp_predict(x, s, d[2], natural, [&](int64_t j) { return (double)v[j]; }));
-            };
-            const int64_t lo = std::min(nxp, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
-            const int64_t hi = std::max(lo, std::min(nxp, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
-            for (int64_t ix = 0; ix < lo; ++ix) general(ix);
-            for (int64_t ix = lo; ix < hi; ++ix) {
-                const int64_t x = x0 + ix * dx;
-                const double b = v[x - o1], c = v[x + o1];
-                f(row0 + x, k0 + ix, finite_prediction(spline_cubic(natural, v[x - o3], b, c, v[x + o3]), b, c));
-            }
-            for (int64_t ix = hi; ix < nxp; ++ix) general(ix);
-            continue;
+        const int64_t lo = std::min(n, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
+        const int64_t hi = std::max(lo, std::min(n, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
+        for (int64_t ix = 0; ix < lo; ++ix) general(ix);
+        for (int64_t ix = lo; ix < hi; ++ix) {
+            const int64_t i = ix * dx;
+            const double b = v[i - o1], c = v[i + o1];
+            sink(ix, finite(spline_cubic(Natural, v[i - o3], b, c, v[i + o3]), b, c));
         }
-        auto at = [&](int64_t x, int64_t off) { return (double)v[x + off]; };
-        switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
-            case SplineCase::kLeftOnly:
-                each_point([&](int64_t x) {
-                    const double b = at(x, -o1);
-                    return finite_prediction(b, b, b);
-                });
-                break;
-            case SplineCase::kCubic:
-                each_point([&](int64_t x) {
-                    const double b = at(x, -o1), c = at(x, o1);
-                    return finite_prediction(spline_cubic(natural, at(x, -o3), b, c, at(x, o3)), b, c);
-                });
-                break;
-            case SplineCase::kQuadLeft:
-                each_point([&](int64_t x) {
-                    const double b = at(x, -o1), c = at(x, o1);
-                    return finite_prediction(spline_quad_left(at(x, -o3), b, c), b, c);
-                });
-                break;
-            case SplineCase::kQuadRight:
-                each_point([&](int64_t x) {
-                    const double b = at(x, -o1), c = at(x, o1);
-                    return finite_prediction(spline_quad_right(b, c, at(x, o3)), b, c);
-                });
-                break;
-            default:
-                each_point([&](int64_t x) {
-                    const double b = at(x, -o1), c = at(x, o1);
-                    return finite_prediction(spline_linear(b, c), b, c);
-                });
+        for (int64_t ix = hi; ix < n; ++ix) general(ix);
+        return;
+    }
+    // The neighbours of point ix along the pass dim, each read as its own strided stream (one load per iteration
+    // from each pointer, which the vectorizer handles; four loads at offsets from one pointer it does not).
+    const T *__restrict va = v - o3, *__restrict vb = v - o1, *__restrict vc = v + o1, *__restrict vd = v + o3;
+    switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
+        case SplineCase::kLeftOnly:
+            for (int64_t ix = 0; ix < n; ++ix) {
+                const double b = vb[ix * dx];
+                sink(ix, finite(b, b, b));
+            }
+            break;
+        case SplineCase::kCubic:
+            for (int64_t ix = 0; ix < n; ++ix) {
+                const double b = vb[ix * dx], c = vc[ix * dx];
+                sink(ix, finite(spline_cubic(Natural, va[ix * dx], b, c, vd[ix * dx]), b, c));
+            }
+            break;
+        case SplineCase::kQuadLeft:
+            for (int64_t ix = 0; ix < n; ++ix) {
+                const double b = vb[ix * dx], c = vc[ix * dx];
+                sink(ix, finite(spline_quad_left(va[ix * dx], b, c), b, c));
+            }
+            break;
+        case SplineCase::kQuadRight:
+            for (int64_t ix = 0; ix < n; ++ix) {
+                const double b = vb[ix * dx], c = vc[ix * dx];
+                sink(ix, finite(spline_quad_right(b, c, vd[ix * dx]), b, c));
+            }
+            break;
+        default:
+            for (int64_t ix = 0; ix < n; ++ix) {
+                const double b = vb[ix * dx], c = vc[ix * dx];
+                sink(ix, finite(spline_linear(b, c), b, c));
+            }
+    }
+}
+
+// Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP when the pass is large), and
+// scratch is the calling thread's buffer of p.count[2] doubles.
+template <typename F> void for_each_row(const Pass &p, const int64_t d[3], int nt, F f) {
+    const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
+    const bool parallel = rows * nxp > 65536;
+    const int threads = parallel ? nt : 1;
+    std::vector<double> buffers((size_t)(threads * nxp));   // allocated before the region: no throw inside it
+#pragma omp parallel num_threads(threads) if (parallel)
+    {
+        double *scratch = buffers.data() + (size_t)(omp_get_thread_num() * nxp);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t z = p.start[0] + (r / p.count[1]) * p.step[0];
+            const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
+            f(z, y, Row{lin(d, z, y, p.start[2]), p.step[2], r * nxp, nxp}, scratch);
         }
     }
+}
+
+// predict_row with the spline variant chosen at run time.
+template <bool Branchless, typename T, typename Sink>
+void predict_row(bool natural, const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z, int64_t y,
+                 const Row &row, Sink sink) {
+    if (natural) predict_row<true, Branchless>(p, d, s, rec, z, y, row, sink);
+    else predict_row<false, Branchless>(p, d, s, rec, z, y, row, sink);
 }
 
 // Position in the code array of a point (docs/FORMAT.md sections 8 and 10).
@@ -130,8 +167,29 @@ struct CodePos {
     InterpCodeOrder order;
     int64_t base = 0;   // kPass: first position of the current pass
     int64_t anchor(int64_t a, int64_t idx) const { return order == InterpCodeOrder::kPass ? a : idx; }
-    int64_t point(int64_t idx, int64_t k) const { return order == InterpCodeOrder::kPass ? base + k : idx; }
+    // The codes of a row's points: code of point ix at codes(c, row)[ix * code_step(row)].
+    template <typename C> C *codes(C *c, const Row &row) const {
+        return c + (order == InterpCodeOrder::kPass ? base + row.k0 : row.first);
+    }
+    int64_t code_step(const Row &row) const { return order == InterpCodeOrder::kPass ? 1 : row.dx; }
 };
+
+// Encoder, one row: quantize_residual of every point against its prediction; codes, exception mask bits and the
+// reconstruction. Nothing here reads what it writes, so the loop vectorizes.
+template <typename T>
+void quantize_row(const T *__restrict x, const double *__restrict pred, const Row &row, int32_t *__restrict codes,
+                  int64_t code_step, double twoe, double recip, double eb, int32_t radius, int has_fill,
+                  uint64_t fill_bits, uint8_t *__restrict exc, T *__restrict recon) {
+    for (int64_t ix = 0; ix < row.count; ++ix) {
+        const int64_t idx = row.first + ix * row.dx;
+        int32_t q;
+        T r;
+        const bool regular = quantize_residual<T>(x[idx], pred[ix], twoe, recip, eb, radius, has_fill, fill_bits, q, r);
+        codes[ix * code_step] = q;
+        exc[idx] = regular ? 0 : 1;
+        recon[idx] = r;
+    }
+}
 
 // Lattice of anchors: dims and the linear index of lattice point (a, b, c).
 struct Lattice {
@@ -278,14 +336,11 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_prediction(p, d, st, natural, recon, nt, [&](int64_t idx, int64_t k, double pred) {
-                int32_t q;
-                T r;
-                const bool regular = quantize_residual<T>(x[idx], pred, twoe, recip, eb, radius, has_fill, fill_bits,
-                                                          q, r);
-                codes[pos.point(idx, k)] = q;
-                exc[idx] = regular ? 0 : 1;
-                recon[idx] = r;
+            // Predictions into a buffer, then quantization: two loops without control flow that vectorize.
+            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *pred) {
+                predict_row<true>(natural, p, d, st, recon, z, y, row, [pred](int64_t ix, double v) { pred[ix] = v; });
+                quantize_row(x, pred, row, pos.codes(codes, row), pos.code_step(row), twoe, recip, eb, radius,
+                             has_fill, fill_bits, exc, recon);
             });
             pos.base += pass_points(p);
         }
@@ -356,8 +411,15 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const bool natural = ip.natural[p.dim] != 0;
-            for_each_prediction(p, d, st, natural, out, nt, [&](int64_t idx, int64_t k, double pred) {
-                if (!mask[idx]) out[idx] = dequantize_residual<T>(pred, codes[pos.point(idx, k)], twoe);
+            // One fused loop: the store is masked (exceptions keep their values) and strided, which does not vectorize
+            // well; fused, the prediction is not written to memory and read back.
+            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *) {
+                const int32_t *c = pos.codes(codes, row);
+                const int64_t cstep = pos.code_step(row);
+                predict_row<false>(natural, p, d, st, out, z, y, row, [&](int64_t ix, double pred) {
+                    const int64_t idx = row.first + ix * row.dx;
+                    if (!mask[idx]) out[idx] = dequantize_residual<T>(pred, c[ix * cstep], twoe);
+                });
             });
             pos.base += pass_points(p);
         }

@@ -21,8 +21,8 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
 
     // The sample is compressed at the whole array's absolute bound, on one thread.
     const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
-    double vmin = 0, vmax = 0;
-    const bool has_range = value_range(dtype, x, s.n, p.has_fill, p.fill_bits, nt, vmin, vmax);
+    double vmin = 0, vmax = 0;   // the whole array's range, needed only to derive a REL bound
+    const bool has_range = p.mode != ZB_MODE_ABS && value_range(dtype, x, s.n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     zb_params sp = p;
     sp.mode = ZB_MODE_ABS;
     sp.bound = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
