@@ -444,11 +444,50 @@ void launch_pass_encode(const PassGeo &g, CodeStyle cs, const T *x, T *rec, uint
     ZB_LAUNCHED("k_pass_encode");
 }
 
-// In-place 3D inclusive prefix sum (mod 2^32) of the lattice integers: along x, then y, then z, with decode.cuh's
-// segmented line scans. sums: lattice_sums_needed() words.
+// The scan along x (rows of consecutive integers, Lines with inner = 1): one warp per segment of a row, reading 32
+// consecutive words at a time (one thread per row would read 32 rows' words per load). Sums and carries as
+// decode.cuh's k_segment_sums / k_segment_apply (inner = 1).
+__global__ void __launch_bounds__(256) k_row_sums(const uint32_t *__restrict__ q, dec::Lines a,
+                                                  uint32_t *__restrict__ sums) {
+    const uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= a.outer * a.nseg) return;   // whole warps
+    const uint64_t o = a.d_nseg.div(w), sg = w - o * a.nseg;
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    const uint32_t *row = q + o * a.L;
+    uint32_t acc = 0;
+    for (uint64_t l = l0 + lane; l < l1; l += 32) acc += row[l];
+    acc = __reduce_add_sync(kFullMask, acc);
+    if (lane == 0) sums[w] = acc;
+}
+
+__global__ void __launch_bounds__(256) k_row_apply(uint32_t *__restrict__ q, dec::Lines a,
+                                                   const uint32_t *__restrict__ carries) {
+    const uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= a.outer * a.nseg) return;
+    const uint64_t o = a.d_nseg.div(w), sg = w - o * a.nseg;
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    uint32_t *row = q + o * a.L;
+    uint32_t carry = a.nseg > 1 ? carries[w] : 0u;
+    for (uint64_t base = l0; base < l1; base += 32) {
+        const uint64_t l = base + lane;
+        uint32_t v = l < l1 ? row[l] : 0u;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const uint32_t u = __shfl_up_sync(kFullMask, v, d);
+            if (lane >= d) v += u;
+        }
+        if (l < l1) row[l] = carry + v;
+        carry += __shfl_sync(kFullMask, v, 31);
+    }
+}
+
+// In-place 3D inclusive prefix sum (mod 2^32) of the lattice integers: along x (warp-per-segment row scans), then y,
+// then z (decode.cuh's segmented line scans). sums: lattice_sums_needed() words.
 inline void lattice_lines(const Lattice &g, uint64_t target, dec::Lines out[3]) {
     const uint64_t L0 = (uint64_t)g.L[0], L1 = (uint64_t)g.L[1], L2 = (uint64_t)g.L[2];
-    out[0] = dec::make_lines(L0 * L1, L2, 1, target);
+    out[0] = dec::make_lines(L0 * L1, L2, 1, div_up(target, 32));   // a warp per segment
     out[1] = dec::make_lines(L0, L1, L2, target);
     out[2] = dec::make_lines(1, L0, L1 * L2, target);
 }
@@ -462,6 +501,18 @@ inline void lattice_prefix(uint32_t *q, const dec::Lines ls[3], uint32_t *sums, 
     for (int k = 0; k < 3; ++k) {
         const dec::Lines &a = ls[k];
         if (a.L <= 1) continue;
+        if (k == 0) {   // rows: warps
+            const unsigned grid = grid_for(a.outer * a.nseg * 32, 256);
+            if (a.nseg > 1) {
+                k_row_sums<<<grid, 256, 0, s>>>(q, a, sums);
+                ZB_LAUNCHED("k_row_sums");
+                dec::k_line_scan<<<(unsigned)a.outer, 256, 0, s>>>(sums, a.nseg);
+                ZB_LAUNCHED("k_line_scan");
+            }
+            k_row_apply<<<grid, 256, 0, s>>>(q, a, sums);
+            ZB_LAUNCHED("k_row_apply");
+            continue;
+        }
         const uint64_t threads = a.outer * a.nseg * a.inner;
         const unsigned grid = grid_for(threads, 256);
         if (a.nseg > 1) {
