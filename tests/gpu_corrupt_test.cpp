@@ -131,8 +131,7 @@ template <typename T> void expect_same_answer(std::vector<uint8_t> s, size_t n, 
 
 // Targeted, Lorenzo + ratio: the parameters (radius, reserved word), and one escape fewer / more than the codes use
 // (header count and segment length kept consistent): ZB_ERR_CORRUPT from both decoders.
-template <typename T> void lorenzo_ratio_targeted(const std::vector<size_t> &dims, uint32_t seed) {
-    const auto data = busy_field<T>(dims, seed);
+template <typename T> void lorenzo_ratio_targeted(const std::vector<T> &data, const std::vector<size_t> &dims) {
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, lorenzo_params(ZB_ENC_RATIO));
     ASSERT_EQ(good.status, ZB_OK);
     zb::Header h;
@@ -152,6 +151,7 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<size_t> &dim
     for (int delta : {-1, 1}) {
         zb::Header g = h;
         g.escapes = h.escapes + delta;
+        if (g.escapes == 0) g.flags &= (uint8_t)~zb::kFlagEscapes;   // the header's flag follows the count
         std::vector<uint8_t> payload(good.bytes.begin() + hb, good.bytes.end());
         const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
         if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
@@ -162,7 +162,7 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<size_t> &dim
         std::copy(payload.begin(), payload.end(), s.begin() + hb);
         zb::write_header(g, s.data());
         std::vector<T> out(n);
-        ASSERT_TRUE(reseal(s));
+        ASSERT_TRUE(reseal(s)) << "escapes " << delta;
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
             << "escapes " << delta << ": " << zb_last_error();
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
@@ -172,8 +172,12 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<size_t> &dim
 
 TEST(GpuCorrupt, LorenzoRatioTargetedErrors) {
     ZB_REQUIRE_GPU();
-    lorenzo_ratio_targeted<float>({97, 131}, 7);
-    lorenzo_ratio_targeted<double>({9, 10, 300}, 8);
+    lorenzo_ratio_targeted(busy_field<float>({97, 131}, 7), {97, 131});
+    lorenzo_ratio_targeted(busy_field<double>({9, 10, 300}, 8), {9, 10, 300});
+    // One step: exactly one escape, so "one fewer" leaves an escape code in a stream without escapes.
+    auto step = zbt::smooth_field<float>({30000}, 0.0, 9, 0.0);
+    for (size_t i = 15000; i < step.size(); ++i) step[i] += 50.0f;
+    lorenzo_ratio_targeted(step, {30000});
 }
 
 // Targeted: a non-zero padding code in the last tile; a code flag set on a zero block; an escape count off by one
