@@ -76,6 +76,11 @@ for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57
         --backend gpu --size-mb 1024 --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" \
         2> "$OUT/bench_ratio_$1.err" || echo "bench ratio $1 failed: $(tail -2 "$OUT/bench_ratio_$1.err")"
 done
+# The Lorenzo predictor with the ratio encoder on the GPU (format v2, or v4 with run tokens), one field.
+"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+    --predictor lorenzo --encoder ratio --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
+    --label TREFHT_lorenzo_ratio --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_lorenzo_ratio.err" ||
+    echo "bench lorenzo ratio failed: $(tail -2 "$OUT/bench_lorenzo_ratio.err")"
 # The point-wise relative bound (format v5): the log transform and the check on the host, the inner interp + ratio
 # stream on the GPU.
 "$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \

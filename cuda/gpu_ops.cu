@@ -57,9 +57,10 @@ zb_status too_large(std::string &msg, uint64_t n) {
 
 bool available() { return gpu::try_context(nullptr); }
 
-// The pipeline of explicit parameters (AUTO: the v1 defaults; core's API passes the pipeline it chose explicitly):
-// false with a message for a pipeline this backend does not run, else v2 = whether it is a format-v2 one.
-bool gpu_pipeline(const zb_params &p, bool &v2, std::string &msg) {
+// The pipeline of p (AUTO: the v1 defaults; core's API passes the pipeline it chose explicitly), written into
+// `explicit_p` with no AUTO left: false with a message for a pipeline this backend does not run, else v2 = whether
+// it is a format-v2-layout one.
+bool gpu_pipeline(const zb_params &p, zb_params &explicit_p, bool &v2, std::string &msg) {
     if (p.mode == ZB_MODE_PW_REL) {  // the API compresses the log magnitudes with an ABS bound instead
         msg = "the point-wise relative bound is not a pipeline of this backend";
         return false;
@@ -68,18 +69,22 @@ bool gpu_pipeline(const zb_params &p, bool &v2, std::string &msg) {
     resolve_pipeline(p, pred, enc);
     v2 = !is_v1_pipeline(pred, enc);
     if (v2 && !gpu::gpu_runs_v2(pred, enc)) {
-        msg = "the Lorenzo predictor with the ratio encoder runs on the CPU only in this version";
+        msg = "a v2-layout pipeline this backend does not run";
         return false;
     }
+    explicit_p = p;
+    explicit_p.predictor = pred == kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
+    explicit_p.encoder = enc == kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
     return true;
 }
 
-zb_status compress_host(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, void *dst,
+zb_status compress_host(const zb_params &user_p, zb_dtype dtype, const void *src, const Shape &shape, void *dst,
                         size_t dst_capacity, size_t *dst_len, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
     bool v2 = false;
-    if (!gpu_pipeline(p, v2, msg)) return ZB_ERR_UNSUPPORTED;
+    zb_params p;
+    if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     cudaStream_t s = nullptr;
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
@@ -90,11 +95,11 @@ zb_status compress_host(const zb_params &p, zb_dtype dtype, const void *src, con
         size_t len;
         if (dtype == ZB_F64) {
             const double *x = static_cast<const double *>(src);
-            len = v2 ? gpu::interp_encode<double>(c, p, shape, nullptr, x, out, s, timer)
+            len = v2 ? gpu::v2_encode<double>(c, p, shape, nullptr, x, out, s, timer)
                      : gpu::encode<double>(c, p, shape, nullptr, x, out, s, timer);
         } else {
             const float *x = static_cast<const float *>(src);
-            len = v2 ? gpu::interp_encode<float>(c, p, shape, nullptr, x, out, s, timer)
+            len = v2 ? gpu::v2_encode<float>(c, p, shape, nullptr, x, out, s, timer)
                      : gpu::encode<float>(c, p, shape, nullptr, x, out, s, timer);
         }
         *dst_len = len;
@@ -115,8 +120,8 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
         const uint8_t *payload = src + h.header_bytes();
         // The payload checksum was verified by read_header on the host.
         if (h.version != kFormatVersionV1) {
-            if (h.dtype == ZB_F64) gpu::interp_decode<double>(c, h, payload, false, dst, false, false, s, timer);
-            else gpu::interp_decode<float>(c, h, payload, false, dst, false, false, s, timer);
+            if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, false, dst, false, false, s, timer);
+            else gpu::v2_decode<float>(c, h, payload, false, dst, false, false, s, timer);
         } else if (h.dtype == ZB_F64) {
             gpu::decode<double>(c, h, payload, false, dst, false, false, s, timer);
         } else {
@@ -128,7 +133,7 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
     });
 }
 
-zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src, const Shape &shape, void *d_dst,
+zb_status compress_device(const zb_params &user_p, zb_dtype dtype, const void *d_src, const Shape &shape, void *d_dst,
                           size_t dst_capacity, size_t *dst_len, void *stream, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
@@ -138,7 +143,8 @@ zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src,
         return ZB_ERR_INVALID_ARG;
     }
     bool v2 = false;
-    if (!gpu_pipeline(p, v2, msg)) return ZB_ERR_UNSUPPORTED;
+    zb_params p;
+    if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
@@ -148,11 +154,11 @@ zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src,
         size_t len;
         if (dtype == ZB_F64) {
             const double *x = static_cast<const double *>(d_src);
-            len = v2 ? gpu::interp_encode<double>(c, p, shape, x, nullptr, out, s, timer)
+            len = v2 ? gpu::v2_encode<double>(c, p, shape, x, nullptr, out, s, timer)
                      : gpu::encode<double>(c, p, shape, x, nullptr, out, s, timer);
         } else {
             const float *x = static_cast<const float *>(d_src);
-            len = v2 ? gpu::interp_encode<float>(c, p, shape, x, nullptr, out, s, timer)
+            len = v2 ? gpu::v2_encode<float>(c, p, shape, x, nullptr, out, s, timer)
                      : gpu::encode<float>(c, p, shape, x, nullptr, out, s, timer);
         }
         *dst_len = len;
@@ -182,10 +188,6 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
             msg = "point-wise relative streams decode from host buffers (zb_decompress) in this version";
             return ZB_ERR_UNSUPPORTED;
         }
-        if (h.version != kFormatVersionV1 && !gpu::gpu_runs_v2(h.predictor, h.encoder)) {
-            msg = "Lorenzo + ratio streams decode on the CPU only in this version";
-            return ZB_ERR_UNSUPPORTED;
-        }
         if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
         const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
         if (dst_capacity < out_bytes) {
@@ -195,8 +197,8 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         }
         const uint8_t *payload = d_src + h.header_bytes();
         if (h.version != kFormatVersionV1) {
-            if (h.dtype == ZB_F64) gpu::interp_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
-            else gpu::interp_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+            if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+            else gpu::v2_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
         } else if (h.dtype == ZB_F64) {
             gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
         } else {

@@ -1,26 +1,33 @@
-// The interp pipeline on the GPU, with the fast or the ratio encoder (docs/FORMAT.md sections 8-10; writes format
-// v3, reads v2 and v3): the same bytes as
-// core/src/pipeline_v2.cpp + interp_cpu.cpp, templated on the value type; interp_f32.cu / interp_f64.cu instantiate
-// it. The float arithmetic is the host+device code of zb_interp.h / zb_quant.h (explicit _rn double operations), so
-// every reconstructed value, and with it every code, equals the CPU's.
+// The format-v2-layout pipelines on the GPU (docs/FORMAT.md sections 8-11): the interp predictor (writes format v3,
+// reads v2 and v3) or the whole-array Lorenzo predictor (format v2), with the fast or the ratio encoder (v4 when the
+// ratio encoder writes run tokens). The same bytes as core/src/pipeline_v2.cpp (+ interp_cpu.cpp), templated on the
+// value type; interp_f32.cu / interp_f64.cu instantiate it. The float arithmetic is the host+device code of
+// zb_interp.h / zb_quant.h (explicit _rn double operations), so every reconstructed value, and with it every code,
+// equals the CPU's.
+//
+// The two predictors share one driver. The interp predictor's anchors (points whose coordinates are multiples of 8)
+// are dual-quantized and coded with an integer 3D Lorenzo on their lattice; the Lorenzo predictor is exactly that
+// on the lattice of stride 1 (every point, at the stream's bound eb), with no interpolation passes after it.
 //
 // Encode (device memory throughout; "sync" = the host waits for the stream):
-//   k_range (always: interp_tune needs the finite range for alpha, REL for the bound) -> sync
-//   host: zb::interp_tune on the sample points (from the host copy; the device API copies the array to the host)
-//   k_anchor_quant: dual-quant of the anchors (multiples of 8) at level_eb[3] -> lattice integers, recon, mask bits
-//   k_anchor_delta: integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000), escape flags; CUB scan
-//   per level (stride 4, 2, 1) and pass (dim order[0..2]): k_pass_encode, one thread per point of the pass:
+//   k_range (interp always: interp_tune needs the finite range for alpha; Lorenzo for REL only) -> sync
+//   interp: zb::interp_tune on the host from sample points (from the host copy; the device API copies the array)
+//   k_anchor_quant: dual-quant of the lattice points -> lattice integers, recon (interp), mask bits
+//   k_anchor_delta: integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000 / 0), escape flags; CUB scan
+//   interp, per level (stride 4, 2, 1) and pass (dim order[0..2]): k_pass_encode, one thread per point of the pass:
 //     zb::interp_predict from the reconstruction, zb::quantize_residual -> code, recon, exception mask bit
-//   k_code_tiles: per 2048-code tile bitshuffle (8 codes per thread, 8x8 bit transposes in registers) + zero-block
-//     flags written straight into segment 1 + per-tile counts; CUB scan -> sync (non-zero blocks, exceptions, escapes)
+//   fast: k_code_tiles: per 2048-code tile bitshuffle (8 codes per thread, 8x8 bit transposes in registers) +
+//     zero-block flags written straight into segment 1 + per-tile counts; ratio: per-tile exception counts and the
+//     ratio encoder's plan; CUB scan -> sync (non-zero blocks, exceptions, escapes)
 //   exceptions (encode.cuh's ExceptionStage) -> sync; v2 layout (core's v2_layout), raw-passthrough decision
-//   segments at their final offsets: parameters, sparse copy of the code blocks, escapes, exceptions; CRC pieces;
-//   header on the host (core's write_header) with the combined payload checksum.
-// Decode: parameters read on the host; per tile expand + un-bitshuffle into 16-bit codes (decode.cuh's helpers);
-// exceptions -> values and mask (decode.cuh's ExceptionDecoder); anchors: codes -> deltas (escapes patched in
-// lattice order) -> 3D prefix sums on the lattice (decode.cuh's line scans) -> values; then the passes in order.
-// The decoder checks everything the CPU decoder checks (code blocks, padding, escapes, codes out of range,
-// exceptions) and answers ZB_ERR_CORRUPT like it.
+//   segments at their final offsets: parameters, code blocks (sparse copy) or the ratio segments, escapes (deltas
+//   recomputed from the lattice integers), exceptions; CRC pieces; header on the host (core's write_header) with the
+//   combined payload checksum.
+// Decode: parameters read on the host; codes (fast: per tile expand + un-bitshuffle, decode.cuh's helpers; ratio:
+// ratio_decode); exceptions -> values and mask (decode.cuh's ExceptionDecoder); lattice: codes -> deltas (escapes
+// patched in lattice order) -> 3D prefix sums on the lattice (decode.cuh's line scans) -> values; then, for interp,
+// the passes in order. The decoder checks everything the CPU decoder checks (code blocks, padding, escapes, codes out
+// of range, exceptions) and answers ZB_ERR_CORRUPT like it.
 #pragma once
 #include <chrono>
 #include <cstdio>
@@ -40,7 +47,11 @@ namespace {
 
 constexpr uint32_t kErrInterpCode = 1u << 16;  // a non-anchor code is the escape code
 constexpr int64_t kAnchor = 1 << kInterpAnchorLog2;
-constexpr uint64_t kParamBytes = kV2CommonParamBytes + kInterpParamBytes;  // segment 0
+constexpr uint64_t kMaxParamBytes = kV2CommonParamBytes + kInterpParamBytes;
+// Segment 0: the radius and the reserved word, then the interp parameters (Lorenzo has none).
+inline uint64_t param_bytes(uint8_t predictor) {
+    return kV2CommonParamBytes + (predictor == kPredInterp ? kInterpParamBytes : 0);
+}
 // v2-layout segments: 0 parameters, then the encoder's (fast: 1 code flags, 2 code blocks; ratio: 1..4), then the
 // escapes and the 5 exception segments.
 enum { kSegParams = 0, kSegFlags, kSegBlocks };
@@ -68,20 +79,24 @@ inline SegIndex seg_index(uint8_t encoder) {
 
 // ---- geometry ----------------------------------------------------------------------------------------------------
 
-// The anchor lattice of the 3D view: lattice point a = (az, ay, ax) sits at (8 az, 8 ay, 8 ax).
+// The lattice of the 3D view that is dual-quantized and Lorenzo-coded: lattice point a = (az, ay, ax) sits at
+// (st az, st ay, st ax), with stride st = 8 for the interp predictor's anchors and 1 for the Lorenzo predictor (the
+// lattice is then the array itself, a = the linear index).
 struct Lattice {
     int64_t d[3];   // the 3D view's dims
     int64_t L[3];   // lattice dims
+    int64_t st;     // stride
     uint64_t n;     // lattice points
     int pass_order; // codes in pass order (format v3): the anchors' codes are codes[0 .. n); else at their index
     FastDiv div2, div1;
 };
 
-inline Lattice make_lattice(const Shape &s, InterpCodeOrder order) {
+inline Lattice make_lattice(const Shape &s, InterpCodeOrder order, int64_t stride) {
     Lattice g;
     view3(s, g.d);
+    g.st = stride;
     g.pass_order = order == InterpCodeOrder::kPass;
-    for (int k = 0; k < 3; ++k) g.L[k] = (g.d[k] - 1) / kAnchor + 1;
+    for (int k = 0; k < 3; ++k) g.L[k] = (g.d[k] - 1) / stride + 1;
     g.n = (uint64_t)(g.L[0] * g.L[1] * g.L[2]);
     g.div2 = FastDiv((uint64_t)g.L[2]);
     g.div1 = FastDiv((uint64_t)g.L[1]);
@@ -95,7 +110,16 @@ __device__ __forceinline__ int64_t lattice_point(const Lattice &g, uint64_t a, i
     const uint64_t z = g.div1.div(r);
     ay = (int64_t)(r - z * (uint64_t)g.L[1]);
     az = (int64_t)z;
-    return ((az * kAnchor) * g.d[1] + ay * kAnchor) * g.d[2] + ax * kAnchor;
+    return ((az * g.st) * g.d[1] + ay * g.st) * g.d[2] + ax * g.st;
+}
+
+// The 3D Lorenzo delta of lattice point (az, ay, ax) from the lattice integers (0 outside the lattice).
+__device__ __forceinline__ int32_t lattice_delta(const Lattice &g, const uint32_t *__restrict__ qlat, int64_t az,
+                                                 int64_t ay, int64_t ax) {
+    auto qat = [&](int64_t z, int64_t y, int64_t xx) -> uint32_t {
+        return (z < 0 || y < 0 || xx < 0) ? 0u : qlat[(z * g.L[1] + y) * g.L[2] + xx];
+    };
+    return lorenzo_delta<3>(az, ay, ax, qat);
 }
 
 // One pass (interp_cpu.cpp's make_pass): along dim `dim` the odd multiples of s, along earlier dims of the order
@@ -187,25 +211,21 @@ k_anchor_quant(Lattice g, const T *__restrict__ x, QuantParams qa, uint32_t *__r
     int32_t q;
     const bool regular = quantize<T>(v, qa, q);
     qlat[a] = (uint32_t)q;
-    rec[i] = regular ? dequantize<T>(q, qa.twoeb) : v;
+    if (rec) rec[i] = regular ? dequantize<T>(q, qa.twoeb) : v;   // interp: the passes predict from it
     if (!regular) atomicOr(&mwords[(uint64_t)i >> 5], 1u << (i & 31));
 }
 
-// The anchor's 3D Lorenzo delta on the lattice (0 outside); |d| >= radius is escaped.
+// The lattice point's 3D Lorenzo delta on the lattice (0 outside); |d| >= radius is escaped.
 __global__ void __launch_bounds__(256)
 k_anchor_delta(Lattice g, CodeStyle cs, const uint32_t *__restrict__ qlat, uint16_t *__restrict__ codes,
-               int32_t *__restrict__ delta, uint32_t *__restrict__ esc) {
+               uint32_t *__restrict__ esc) {
     const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= g.n) return;
     int64_t az, ay, ax;
     const int64_t i = lattice_point(g, a, az, ay, ax);
-    auto qat = [&](int64_t z, int64_t y, int64_t xx) -> uint32_t {
-        return (z < 0 || y < 0 || xx < 0) ? 0u : qlat[(z * g.L[1] + y) * g.L[2] + xx];
-    };
-    const int32_t d = lorenzo_delta<3>(az, ay, ax, qat);
+    const int32_t d = lattice_delta(g, qlat, az, ay, ax);
     const bool escaped = !(d > -cs.radius && d < cs.radius);
     codes[g.pass_order ? a : (uint64_t)i] = escaped ? cs.escape() : cs.put(d);
-    delta[a] = d;
     esc[a] = escaped ? 1u : 0u;
 }
 
@@ -310,19 +330,24 @@ k_tile_exceptions(const uint32_t *__restrict__ mwords, uint64_t ntiles, uint4 *_
     counts[t] = make_uint4(0, 0, e, 0);
 }
 
-// Escaped anchor deltas in lattice (= index) order.
-__global__ void k_anchor_escapes(uint64_t nlat, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
-                                 const int32_t *__restrict__ delta, int32_t *__restrict__ out) {
+// Escaped lattice deltas in lattice (= index) order, recomputed from the lattice integers.
+__global__ void __launch_bounds__(256)
+k_anchor_escapes(Lattice g, const uint32_t *__restrict__ esc, const uint32_t *__restrict__ off,
+                 const uint32_t *__restrict__ qlat, int32_t *__restrict__ out) {
     const uint64_t a = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (a < nlat && esc[a]) out[off[a]] = delta[a];
+    if (a >= g.n || !esc[a]) return;
+    int64_t az, ay, ax;
+    (void)lattice_point(g, a, az, ay, ax);
+    out[off[a]] = lattice_delta(g, qlat, az, ay, ax);
 }
 
-// Segment 0 (the parameters) from the host, passed by value.
+// Segment 0 (the parameters, len bytes) from the host, passed by value.
 struct ParamBlob {
-    uint8_t b[kParamBytes];
+    uint8_t b[kMaxParamBytes];
+    uint32_t len;
 };
 __global__ void k_put_params(ParamBlob p, uint8_t *__restrict__ dst) {
-    if (threadIdx.x < kParamBytes) dst[threadIdx.x] = p.b[threadIdx.x];
+    if (threadIdx.x < p.len) dst[threadIdx.x] = p.b[threadIdx.x];
 }
 
 // ---- decoder kernels ---------------------------------------------------------------------------------------------
@@ -419,11 +444,50 @@ void launch_pass_encode(const PassGeo &g, CodeStyle cs, const T *x, T *rec, uint
     ZB_LAUNCHED("k_pass_encode");
 }
 
-// In-place 3D inclusive prefix sum (mod 2^32) of the lattice integers: along x, then y, then z, with decode.cuh's
-// segmented line scans. sums: lattice_sums_needed() words.
+// The scan along x (rows of consecutive integers, Lines with inner = 1): one warp per segment of a row, reading 32
+// consecutive words at a time (one thread per row would read 32 rows' words per load). Sums and carries as
+// decode.cuh's k_segment_sums / k_segment_apply (inner = 1).
+__global__ void __launch_bounds__(256) k_row_sums(const uint32_t *__restrict__ q, dec::Lines a,
+                                                  uint32_t *__restrict__ sums) {
+    const uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= a.outer * a.nseg) return;   // whole warps
+    const uint64_t o = a.d_nseg.div(w), sg = w - o * a.nseg;
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    const uint32_t *row = q + o * a.L;
+    uint32_t acc = 0;
+    for (uint64_t l = l0 + lane; l < l1; l += 32) acc += row[l];
+    acc = __reduce_add_sync(kFullMask, acc);
+    if (lane == 0) sums[w] = acc;
+}
+
+__global__ void __launch_bounds__(256) k_row_apply(uint32_t *__restrict__ q, dec::Lines a,
+                                                   const uint32_t *__restrict__ carries) {
+    const uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= a.outer * a.nseg) return;
+    const uint64_t o = a.d_nseg.div(w), sg = w - o * a.nseg;
+    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    uint32_t *row = q + o * a.L;
+    uint32_t carry = a.nseg > 1 ? carries[w] : 0u;
+    for (uint64_t base = l0; base < l1; base += 32) {
+        const uint64_t l = base + lane;
+        uint32_t v = l < l1 ? row[l] : 0u;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const uint32_t u = __shfl_up_sync(kFullMask, v, d);
+            if (lane >= d) v += u;
+        }
+        if (l < l1) row[l] = carry + v;
+        carry += __shfl_sync(kFullMask, v, 31);
+    }
+}
+
+// In-place 3D inclusive prefix sum (mod 2^32) of the lattice integers: along x (warp-per-segment row scans), then y,
+// then z (decode.cuh's segmented line scans). sums: lattice_sums_needed() words.
 inline void lattice_lines(const Lattice &g, uint64_t target, dec::Lines out[3]) {
     const uint64_t L0 = (uint64_t)g.L[0], L1 = (uint64_t)g.L[1], L2 = (uint64_t)g.L[2];
-    out[0] = dec::make_lines(L0 * L1, L2, 1, target);
+    out[0] = dec::make_lines(L0 * L1, L2, 1, div_up(target, 32));   // a warp per segment
     out[1] = dec::make_lines(L0, L1, L2, target);
     out[2] = dec::make_lines(1, L0, L1 * L2, target);
 }
@@ -437,6 +501,18 @@ inline void lattice_prefix(uint32_t *q, const dec::Lines ls[3], uint32_t *sums, 
     for (int k = 0; k < 3; ++k) {
         const dec::Lines &a = ls[k];
         if (a.L <= 1) continue;
+        if (k == 0) {   // rows: warps
+            const unsigned grid = grid_for(a.outer * a.nseg * 32, 256);
+            if (a.nseg > 1) {
+                k_row_sums<<<grid, 256, 0, s>>>(q, a, sums);
+                ZB_LAUNCHED("k_row_sums");
+                dec::k_line_scan<<<(unsigned)a.outer, 256, 0, s>>>(sums, a.nseg);
+                ZB_LAUNCHED("k_line_scan");
+            }
+            k_row_apply<<<grid, 256, 0, s>>>(q, a, sums);
+            ZB_LAUNCHED("k_row_apply");
+            continue;
+        }
         const uint64_t threads = a.outer * a.nseg * a.inner;
         const unsigned grid = grid_for(threads, 256);
         if (a.nseg > 1) {
@@ -454,6 +530,27 @@ inline double host_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// zb::interp_tune on the host: from h_x when the caller has a host copy, else from a copy of the device array x
+// (the tuning reads sample points all over the array).
+template <typename T>
+InterpParams tune_on_host(Context &c, const Shape &shape, const T *x, const T *h_x, double eb, double range,
+                          const zb_params &p, uint8_t encoder, cudaStream_t s) {
+    const double t_tune = host_seconds();
+    std::unique_ptr<T[]> host_copy;
+    const T *hx = h_x;
+    if (!hx) {
+        host_copy.reset(new T[shape.n]);
+        download(c, host_copy.get(), x, shape.n * sizeof(T), s);
+        hx = host_copy.get();
+    }
+    const InterpParams ip = interp_tune(hx, shape, eb, range, p.has_fill, p.fill_bits, encoder);
+    static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
+    if (print_timing)
+        std::fprintf(stderr, "zbound gpu timing: interp tune on the host %.3f ms%s\n", (host_seconds() - t_tune) * 1e3,
+                     h_x ? "" : " (device array copied to the host)");
+    return ip;
+}
+
 // ---- encoder driver ----------------------------------------------------------------------------------------------
 
 template <typename T>
@@ -463,7 +560,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const uint64_t n = shape.n;
     const uint64_t ntiles = code_tiles(n);
     const size_t raw_bytes = raw_stream_bytes(dtype, n);
-    const Lattice lat = make_lattice(shape, InterpCodeOrder::kPass);
+    const bool lorenzo = p.predictor == ZB_PRED_LORENZO;   // the caller resolved auto
+    // Interp: the anchors, codes in pass order (format v3). Lorenzo: every point, codes in index order (format v2).
+    const Lattice lat = lorenzo ? make_lattice(shape, InterpCodeOrder::kIndex, 1)
+                                : make_lattice(shape, InterpCodeOrder::kPass, kAnchor);
     const uint64_t nlat = lat.n;
 
     size_t scan_bytes = 0;
@@ -481,7 +581,6 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint32_t *mwords;
         uint4 *dense, *counts, *offs;
         uint32_t *qlat, *esc, *esc_off;
-        int32_t *delta;
         unsigned long long *scratch;  // [0..1] range keys, [2..4] totals, [5..7] exception totals
         uint8_t *payload;
         uint32_t *crcs;
@@ -489,7 +588,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     } b{};
     auto carve = [&](Carver &cv) {
         b.x = d_x_in ? nullptr : cv.take<T>(n);
-        b.rec = cv.take<T>(n);
+        b.rec = cv.take<T>(lorenzo ? 0 : n);   // interp: the reconstruction the passes predict from
         b.codes = cv.take<uint16_t>(ntiles * kTileCodes);
         b.mwords = cv.take<uint32_t>(ntiles * 64);
         b.dense = cv.take<uint4>(p.encoder == ZB_ENC_RATIO ? 0 : ntiles * 256);   // fast encoder only
@@ -498,7 +597,6 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.qlat = cv.take<uint32_t>(nlat);
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
-        b.delta = cv.take<int32_t>(nlat);
         b.scratch = cv.take<unsigned long long>(8);
         b.payload = cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
@@ -515,62 +613,54 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     }
 
     Header h;
-    h.version = kFormatVersionV3;   // interp codes in pass order
+    h.predictor = lorenzo ? kPredLorenzo : kPredInterp;
+    h.version = v2_layout_version(h.predictor);   // interp: v3 (codes in pass order); Lorenzo: v2
     h.dtype = dtype;
     h.shape = shape;
     h.mode = p.mode;
     h.bound = p.bound;
-    h.predictor = kPredInterp;
     h.encoder = p.encoder == ZB_ENC_RATIO ? kEncRatio : kEncFast;   // the caller resolved auto
     const bool ratio = h.encoder == kEncRatio;
     const CodeStyle cs = code_style(h.encoder);
     const SegIndex si = seg_index(h.encoder);
 
-    // ---- 1. value range (always: alpha depends on it), absolute bound, tuning on the host
+    // ---- 1. value range (interp always: alpha depends on it; Lorenzo for REL), absolute bound, interp tuning on
+    //      the host
     double vmin = 0, vmax = 0;
-    const bool has_range = enc::device_range(c, x, n, p, b.scratch, s, timer, vmin, vmax);
+    const bool has_range = (!lorenzo || p.mode == ZB_MODE_REL) &&
+                           enc::device_range(c, x, n, p, b.scratch, s, timer, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    const double t_tune = host_seconds();
-    std::unique_ptr<T[]> host_copy;
-    const T *hx = h_x;
-    if (!hx) {  // device API: interp_tune reads sample points all over the array
-        host_copy.reset(new T[n]);
-        download(c, host_copy.get(), x, n * sizeof(T), s);
-        hx = host_copy.get();
-    }
     const InterpParams ip =
-        interp_tune(hx, shape, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, h.encoder);
-    host_copy.reset();
-    static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
-    if (print_timing)
-        std::fprintf(stderr, "zbound gpu timing: interp tune on the host %.3f ms%s\n", (host_seconds() - t_tune) * 1e3,
-                     h_x ? "" : " (device array copied to the host)");
+        lorenzo ? InterpParams() : tune_on_host(c, shape, x, h_x, h.eb, has_range ? vmax - vmin : 0.0, p, h.encoder, s);
 
-    // ---- 2. the predictor: anchors, then the passes of each level
+    // ---- 2. the predictor: the lattice (interp: anchors at level_eb[3]; Lorenzo: every point at eb), then the
+    //      interp passes of each level
     ZB_CUDA(cudaMemsetAsync(b.mwords, 0, ntiles * 64 * sizeof(uint32_t), s));
     if (ntiles * kTileCodes > n)
         ZB_CUDA(cudaMemsetAsync(b.codes + n, 0, (ntiles * kTileCodes - n) * sizeof(uint16_t), s));
-    timer.begin("anchors");
-    const QuantParams qa = make_quant_params(ip.level_eb[kInterpLevels], p.has_fill, p.fill_bits);
-    k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, b.rec, b.mwords);
+    timer.begin(lorenzo ? "lorenzo" : "anchors");
+    const QuantParams qa = make_quant_params(lorenzo ? h.eb : ip.level_eb[kInterpLevels], p.has_fill, p.fill_bits);
+    k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, lorenzo ? nullptr : b.rec, b.mwords);
     ZB_LAUNCHED("k_anchor_quant");
-    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.qlat, b.codes, b.delta, b.esc);
+    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.qlat, b.codes, b.esc);
     ZB_LAUNCHED("k_anchor_delta");
     size_t tb = scan_bytes;
     exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
     timer.end();
-    for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
-        const double twoe = 2.0 * ip.level_eb[l];
-        const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
-        if (i == 0) timer.begin(kLevelNames[l]);
-        launch_pass_encode<T>(g, cs, x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p, s);
-        if (i == 2) timer.end();
-    });
+    if (!lorenzo)
+        for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
+            const double twoe = 2.0 * ip.level_eb[l];
+            const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
+            if (i == 0) timer.begin(kLevelNames[l]);
+            launch_pass_encode<T>(g, cs, x, b.rec, b.codes, b.mwords, twoe, recip, h.eb, p, s);
+            if (i == 2) timer.end();
+        });
 
     // ---- 3. fast: code tiles (flags straight into segment 1, whose offset is fixed), counts; ratio: exception
     //      counts per tile, then the ratio encoder's plan (histogram, codebook, bitstream) on the code array
     uint8_t *pay = b.payload;
-    uint32_t *code_flags = reinterpret_cast<uint32_t *>(pay + kParamBytes);
+    const uint64_t pbytes = param_bytes(h.predictor);
+    uint32_t *code_flags = reinterpret_cast<uint32_t *>(pay + pbytes);   // segment 1 follows the parameters
     RatioEncoder renc;
     timer.begin("tiles");
     if (ratio) {
@@ -599,7 +689,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         RatioOptions ro;
         ro.run_symbol = (uint32_t)cs.radius;  // code 0 (as the CPU pipeline)
         renc.plan(c, c.arena[kArenaRatio], b.codes, n, 2 * (uint32_t)cs.radius, s, &timer, ro);
-        h.version = v2_layout_version(kPredInterp, renc.stats().run_tokens);
+        h.version = v2_layout_version(h.predictor, renc.stats().run_tokens);
     }
 
     // ---- 4. exceptions
@@ -609,7 +699,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     h.runs = ex.runs;
 
     // ---- 5. layout (core's v2_layout), raw-passthrough decision
-    uint64_t lengths[kMaxSegCount] = {kParamBytes};
+    uint64_t lengths[kMaxSegCount] = {pbytes};
     if (ratio) {
         for (int i = 0; i < kRatioSegmentCount; ++i) lengths[1 + i] = renc.segment_length(i);
     } else {
@@ -631,10 +721,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // ---- 6. segments at their final offsets
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
-    ParamBlob pb;
+    ParamBlob pb{};
+    pb.len = (uint32_t)pbytes;
     put_u32(pb.b, (uint32_t)cs.radius);
     put_u32(pb.b + 4, 0);
-    interp_params_write(ip, pb.b + kV2CommonParamBytes);
+    if (!lorenzo) interp_params_write(ip, pb.b + kV2CommonParamBytes);
     timer.begin("segments");
     k_put_params<<<1, 64, 0, s>>>(pb, seg(kSegParams));
     ZB_LAUNCHED("k_put_params");
@@ -657,7 +748,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                     reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
     }
     if (h.escapes) {
-        k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off, b.delta,
+        k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.esc, b.esc_off, b.qlat,
                                                              reinterpret_cast<int32_t *>(esc_at));
         ZB_LAUNCHED("k_anchor_escapes");
     }
@@ -683,21 +774,23 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                  bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
     // Raw streams are version 1 (a raw flag in a v2 header has predictor 0 and is refused here, as by the CPU).
     if ((h.flags & kFlagRaw) || !gpu_runs_v2(h.predictor, h.encoder))
-        fail(ZB_ERR_UNSUPPORTED,
-             "the GPU decodes v2-layout streams of the interp predictor only");
+        fail(ZB_ERR_UNSUPPORTED, "not a v2-layout stream of a predictor and encoder the GPU decodes");
+    const bool lorenzo = h.predictor == kPredLorenzo;
     const uint64_t n = h.shape.n;
     const uint64_t len = h.payload_bytes();
     const uint64_t ntiles = code_tiles(n);
     const uint64_t k = h.exceptions;
 
     // ---- parameters (segment 0) on the host, validated as the CPU does
-    uint8_t pbytes[kParamBytes];
+    // (read_header checked that segment 0 has param_bytes(predictor) bytes)
+    const uint64_t plen = param_bytes(h.predictor);
+    uint8_t pbytes[kMaxParamBytes];
     if (src_on_device) {
-        ZB_CUDA(cudaMemcpyAsync(c.host_small, src_payload, kParamBytes, cudaMemcpyDeviceToHost, s));
+        ZB_CUDA(cudaMemcpyAsync(c.host_small, src_payload, plen, cudaMemcpyDeviceToHost, s));
         ZB_CUDA(cudaStreamSynchronize(s));
-        std::memcpy(pbytes, c.host_small, kParamBytes);
+        std::memcpy(pbytes, c.host_small, plen);
     } else {
-        std::memcpy(pbytes, src_payload, kParamBytes);
+        std::memcpy(pbytes, src_payload, plen);
     }
     if (get_u32(pbytes + 4) != 0) fail(ZB_ERR_CORRUPT, "corrupt stream: reserved parameter bytes are not zero");
     const bool ratio = h.encoder == kEncRatio;
@@ -706,9 +799,11 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     if (get_u32(pbytes) != (uint32_t)cs.radius) fail(ZB_ERR_CORRUPT, "corrupt stream: bad code radius");
     InterpParams ip;
     std::string why;
-    if (!interp_params_read(pbytes + kV2CommonParamBytes, ip, why)) fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
+    if (!lorenzo && !interp_params_read(pbytes + kV2CommonParamBytes, ip, why))
+        fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
 
-    const Lattice lat = make_lattice(h.shape, interp_code_order(h.version));
+    const Lattice lat = lorenzo ? make_lattice(h.shape, InterpCodeOrder::kIndex, 1)
+                                : make_lattice(h.shape, interp_code_order(h.version), kAnchor);
     const uint64_t nlat = lat.n;
     dec::Lines lines[3];
     lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
@@ -760,8 +855,9 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     carve(cut);
     T *out = own_out ? b.out : static_cast<T *>(dst);
 
-    // The payload 8 bytes into an aligned buffer: segment 1 (code flags) starts 56 bytes in, so the code blocks
-    // (segment 2, read as 16-byte words) and the escapes land on 16-byte boundaries.
+    // The payload 8 bytes into an aligned buffer: segment 1 (code flags) starts 56 (interp) or 8 (Lorenzo) bytes in,
+    // so with the fast encoder the code blocks (segment 2, read as 16-byte words) and the escapes land on 16-byte
+    // boundaries.
     uint8_t *pay = b.payload + 8;
     if (src_on_device) {
         if (len) ZB_CUDA(cudaMemcpyAsync(pay, src_payload, len, cudaMemcpyDeviceToDevice, s));
@@ -814,8 +910,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     }
     const uint32_t *M = k ? ex.M : nullptr;
 
-    // ---- anchors
-    timer.begin("anchors");
+    // ---- the lattice (interp: the anchors; Lorenzo: every point)
+    timer.begin(lorenzo ? "lorenzo" : "anchors");
     k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.codes, b.qlat, b.esc);
     ZB_LAUNCHED("k_anchor_read");
     tb = scan_bytes;
@@ -827,20 +923,22 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
     ZB_LAUNCHED("k_expect_total");
     lattice_prefix(b.qlat, lines, b.sums, s);
-    k_anchor_values<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, M, 2.0 * ip.level_eb[kInterpLevels], out);
+    const double twoa = 2.0 * (lorenzo ? h.eb : ip.level_eb[kInterpLevels]);
+    k_anchor_values<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, M, twoa, out);
     ZB_LAUNCHED("k_anchor_values");
     timer.end();
 
-    // ---- levels, as the encoder ran them
-    for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
-        if (i == 0) timer.begin(kLevelNames[l]);
-        if (g.npts) {
-            k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, cs, out, b.codes, M, 2.0 * ip.level_eb[l],
-                                                                    b.err);
-            ZB_LAUNCHED("k_pass_decode");
-        }
-        if (i == 2) timer.end();
-    });
+    // ---- interp: the levels, as the encoder ran them
+    if (!lorenzo)
+        for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
+            if (i == 0) timer.begin(kLevelNames[l]);
+            if (g.npts) {
+                k_pass_decode<T><<<grid_for(g.npts, 256), 256, 0, s>>>(g, cs, out, b.codes, M,
+                                                                        2.0 * ip.level_eb[l], b.err);
+                ZB_LAUNCHED("k_pass_decode");
+            }
+            if (i == 2) timer.end();
+        });
 
     // ---- error word and piece CRCs back to the host; the values only once they are known to be good
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
@@ -865,14 +963,14 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 }  // namespace interp
 
 template <typename T>
-size_t interp_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
-                     const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
+size_t v2_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
+                 const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
     return interp::encode_impl<T>(c, p, shape, d_x, h_x, out, s, timer);
 }
 
 template <typename T>
-void interp_decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
-                   bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+void v2_decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+               bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
     interp::decode_impl<T>(c, h, src_payload, src_on_device, dst, dst_on_device, verify_crc, s, timer);
 }
 

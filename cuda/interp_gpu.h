@@ -1,28 +1,29 @@
-// The interp pipeline (interp predictor + fast or ratio encoder, format v3) on the GPU: entry points for gpu_ops.cu.
-// Kernels and drivers are in interp_gpu.cuh, instantiated per value type in interp_f32.cu / interp_f64.cu.
+// The format-v2-layout pipelines on the GPU (the interp predictor, format v3, and the whole-array Lorenzo predictor,
+// format v2, each with the fast or the ratio encoder; v4 with run tokens): entry points for gpu_ops.cu. Kernels and
+// drivers are in interp_gpu.cuh, instantiated per value type in interp_f32.cu / interp_f64.cu.
 #pragma once
 #include "gpu_internal.h"
 
 namespace zb {
 namespace gpu {
 
-// Compresses like encode() (same arguments), but always with the interp predictor, and the ratio encoder when
-// p.encoder is ZB_ENC_RATIO (else the fast one): writes the same bytes as zb::cpu_compress_v2(p, kPredInterp, enc,
-// ...). The tuning (zb::interp_tune) runs on the host:
-// from h_x when the caller has a host copy, else from a copy of the device array.
+// Compresses like encode() (same arguments), with the predictor and encoder of p, which the caller resolved
+// (p.predictor ZB_PRED_INTERP or ZB_PRED_LORENZO, p.encoder ZB_ENC_FAST or ZB_ENC_RATIO): writes the same bytes as
+// zb::cpu_compress_v2(p, pred, enc, ...). The interp tuning (zb::interp_tune) runs on the host: from h_x when the
+// caller has a host copy, else from a copy of the device array.
 template <typename T>
-size_t interp_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
-                     const StreamTarget &out, cudaStream_t s, KernelTimer &timer);
+size_t v2_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
+                 const StreamTarget &out, cudaStream_t s, KernelTimer &timer);
 
-// Decodes a validated interp stream, format v2 or v3, either encoder (arguments as decode()). Throws Failure(ZB_ERR_CORRUPT) on
-// inconsistent data, Failure(ZB_ERR_UNSUPPORTED) for another v2 pipeline.
+// Decodes a validated v2-layout stream (versions 2 to 4; arguments as decode()). Throws Failure(ZB_ERR_CORRUPT) on
+// inconsistent data, Failure(ZB_ERR_UNSUPPORTED) for a stream gpu_runs_v2 refuses.
 template <typename T>
-void interp_decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
-                   bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer);
+void v2_decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
+               bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer);
 
-// True for the v2-layout pipelines this backend runs (the interp predictor with either encoder).
+// True for the v2-layout pipelines this backend runs: every one (Lorenzo or interp, fast or ratio).
 inline bool gpu_runs_v2(uint8_t predictor, uint8_t encoder) {
-    return predictor == kPredInterp && (encoder == kEncFast || encoder == kEncRatio);
+    return (predictor == kPredLorenzo || predictor == kPredInterp) && (encoder == kEncFast || encoder == kEncRatio);
 }
 
 }  // namespace gpu

@@ -1,11 +1,13 @@
 // Corrupted payloads through the GPU decoder. The payload and header checksums are recomputed after each change
 // ("resealed") so that the stream passes read_header and reaches the decoder's own consistency checks. For every
 // change the GPU decoder must answer exactly like the CPU decoder: the same error, or (when the change only alters
-// values) the same decoded array. Without resealing, the checksum must catch the change.
+// values) the same decoded array. Without resealing, the checksum must catch the change. The Lorenzo predictor with
+// the fast encoder (format v1) and with the ratio encoder (format v2/v4).
 #include <random>
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
+#include "zb_ratio.h"
 
 namespace {
 
@@ -33,11 +35,19 @@ template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims,
     return v;
 }
 
-template <typename T> void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials) {
-    const auto data = busy_field<T>(dims, seed);
+zb_params lorenzo_params(zb_encoder encoder) {
     zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-    p.encoder = ZB_ENC_FAST;
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = encoder;
+    p.mode = ZB_MODE_ABS;
+    p.bound = 1e-3;
+    return p;
+}
+
+template <typename T>
+void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials, zb_encoder encoder = ZB_ENC_FAST) {
+    const auto data = busy_field<T>(dims, seed);
+    zb_params p = lorenzo_params(encoder);
     p.mode = ZB_MODE_ABS;
     p.bound = 1e-3;
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
@@ -95,17 +105,88 @@ TEST(GpuCorrupt, SameAnswerAsCpuF64) {
     corrupt_and_compare<double>({20011}, 3, 400);
 }
 
+TEST(GpuCorrupt, LorenzoRatioSameAnswerAsCpuF32) {
+    ZB_REQUIRE_GPU();
+    corrupt_and_compare<float>({97, 131}, 4, 400, ZB_ENC_RATIO);
+    corrupt_and_compare<float>({9, 10, 300}, 5, 300, ZB_ENC_RATIO);
+}
+
+TEST(GpuCorrupt, LorenzoRatioSameAnswerAsCpuF64) {
+    ZB_REQUIRE_GPU();
+    corrupt_and_compare<double>({20011}, 6, 400, ZB_ENC_RATIO);
+}
+
+// Both decoders answer a resealed stream alike: ZB_ERR_CORRUPT from each, or the same values from each.
+template <typename T> void expect_same_answer(std::vector<uint8_t> s, size_t n, const std::string &what) {
+    ASSERT_TRUE(reseal(s));
+    std::vector<T> a(n), b(n);
+    const zb_status sc = zb_decompress(s.data(), s.size(), a.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr);
+    const std::string cpu_msg = zb_last_error();
+    const zb_status sg = zb_decompress(s.data(), s.size(), b.data(), n * sizeof(T), ZB_BACKEND_GPU, nullptr);
+    EXPECT_EQ(sc, sg) << what << "; CPU says: " << cpu_msg << "; GPU says: " << zb_last_error();
+    if (sc == ZB_OK && sg == ZB_OK) {
+        EXPECT_EQ(gput::first_value_difference(a, b), n) << what;
+    }
+}
+
+// Targeted, Lorenzo + ratio: the parameters (radius, reserved word), and one escape fewer / more than the codes use
+// (header count and segment length kept consistent): ZB_ERR_CORRUPT from both decoders.
+template <typename T> void lorenzo_ratio_targeted(const std::vector<T> &data, const std::vector<size_t> &dims) {
+    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, lorenzo_params(ZB_ENC_RATIO));
+    ASSERT_EQ(good.status, ZB_OK);
+    zb::Header h;
+    std::string msg;
+    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
+    ASSERT_FALSE(h.flags & zb::kFlagRaw) << "the test field must not be stored raw";
+    ASSERT_EQ(h.predictor, zb::kPredLorenzo);
+    ASSERT_EQ(h.encoder, zb::kEncRatio);
+    ASSERT_GT(h.escapes, 0u);
+    const size_t hb = h.header_bytes(), n = data.size();
+    for (size_t off : {(size_t)0, (size_t)1, (size_t)4, (size_t)7}) {
+        std::vector<uint8_t> s = good.bytes;
+        s[hb + off] ^= 0x01;
+        expect_same_answer<T>(s, n, "parameter byte " + std::to_string(off));
+    }
+    const int esc_seg = 1 + zb::kRatioSegmentCount;
+    for (int delta : {-1, 1}) {
+        zb::Header g = h;
+        g.escapes = h.escapes + delta;
+        if (g.escapes == 0) g.flags &= (uint8_t)~zb::kFlagEscapes;   // the header's flag follows the count
+        std::vector<uint8_t> payload(good.bytes.begin() + hb, good.bytes.end());
+        const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
+        if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
+        else payload.insert(payload.begin() + end, {1, 0, 0, 0});
+        g.seg[esc_seg].length += 4 * delta;
+        for (int k = esc_seg + 1; k < g.nsegments; ++k) g.seg[k].offset += 4 * delta;
+        std::vector<uint8_t> s(hb + payload.size());
+        std::copy(payload.begin(), payload.end(), s.begin() + hb);
+        zb::write_header(g, s.data());
+        std::vector<T> out(n);
+        ASSERT_TRUE(reseal(s)) << "escapes " << delta;
+        EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
+            << "escapes " << delta << ": " << zb_last_error();
+        EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
+            << "escapes " << delta << ": " << zb_last_error();
+    }
+}
+
+TEST(GpuCorrupt, LorenzoRatioTargetedErrors) {
+    ZB_REQUIRE_GPU();
+    lorenzo_ratio_targeted(busy_field<float>({97, 131}, 7), {97, 131});
+    lorenzo_ratio_targeted(busy_field<double>({9, 10, 300}, 8), {9, 10, 300});
+    // One step: exactly one escape, so "one fewer" leaves an escape code in a stream without escapes.
+    auto step = zbt::smooth_field<float>({30000}, 0.0, 9, 0.0);
+    for (size_t i = 15000; i < step.size(); ++i) step[i] += 50.0f;
+    lorenzo_ratio_targeted(step, {30000});
+}
+
 // Targeted: a non-zero padding code in the last tile; a code flag set on a zero block; an escape count off by one
 // between the tile codes and the list.
 TEST(GpuCorrupt, TargetedErrors) {
     ZB_REQUIRE_GPU();
     const std::vector<size_t> dims{1000};  // one tile, codes 1000..2047 are padding
     auto data = busy_field<float>(dims, 9);
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-    p.encoder = ZB_ENC_FAST;
-    p.mode = ZB_MODE_ABS;
-    p.bound = 1e-3;
+    const zb_params p = lorenzo_params(ZB_ENC_FAST);
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
     ASSERT_EQ(good.status, ZB_OK);
     zb::Header h;

@@ -1,6 +1,6 @@
 // The device-pointer API: zb_compress_device / zb_decompress_device give the CPU's bytes and values, on the default
 // stream and on a caller's stream, with unaligned stream buffers, raw passthrough, and errors for small buffers,
-// truncated and corrupted streams.
+// truncated and corrupted streams; for the Lorenzo predictor with the fast encoder (v1) and the ratio encoder (v2/v4).
 #include "gpu_test_util.h"
 #if ZBOUND_TEST_CUDA
 #include <cuda_runtime.h>
@@ -72,12 +72,12 @@ void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, con
     EXPECT_EQ(zb_decompress_device(stream_buf.p, bad.size(), out.p, vbytes, stream, nullptr), ZB_ERR_CORRUPT);
 }
 
-template <typename T> void device_api() {
+template <typename T> void device_api(zb_encoder encoder) {
     cudaStream_t user = nullptr;
     ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
     zb_params rel = zb_params_default();
-    rel.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-    rel.encoder = ZB_ENC_FAST;
+    rel.predictor = ZB_PRED_LORENZO;
+    rel.encoder = encoder;
     rel.mode = ZB_MODE_REL;
     rel.bound = 1e-3;
     const std::vector<size_t> d2{513, 1025}, d3{17, 33, 65}, d1{5};
@@ -86,10 +86,14 @@ template <typename T> void device_api() {
     round_trip(f2, d2, rel, nullptr, 0, "2D, default stream");
     round_trip(f2, d2, rel, user, 3, "2D, user stream, unaligned buffers");
     round_trip(zbt::smooth_field<T>(d3, 0.0, 2, 0.0), d3, rel, user, 0, "3D");
+    round_trip(zbt::smooth_field<T>({100003}, 0.01, 6, 0.0), {100003}, rel, user, 2, "1D");
+    auto steep = zbt::smooth_field<T>(d3, 0.0, 7, 0.0);   // escapes (steps beyond the ratio encoder's radius)
+    for (size_t i = 0; i < steep.size(); i += 13) steep[i] += (T)50.0;
+    round_trip(steep, d3, rel, user, 0, "3D with escapes");
     round_trip(zbt::smooth_field<T>(d1, 0.0, 3, 0.0), d1, rel, user, 1, "5 values (raw passthrough)");
     zb_params tight = zb_params_default();
-    tight.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-    tight.encoder = ZB_ENC_FAST;
+    tight.predictor = ZB_PRED_LORENZO;
+    tight.encoder = encoder;
     tight.mode = ZB_MODE_ABS;
     tight.bound = 1e-9;
     round_trip(zbt::smooth_field<T>(d2, 1.0, 4, 0.0), d2, tight, user, 0, "noise (raw passthrough)");
@@ -98,12 +102,22 @@ template <typename T> void device_api() {
 
 TEST(GpuDeviceApi, RoundTripF32) {
     ZB_REQUIRE_GPU();
-    device_api<float>();
+    device_api<float>(ZB_ENC_FAST);
 }
 
 TEST(GpuDeviceApi, RoundTripF64) {
     ZB_REQUIRE_GPU();
-    device_api<double>();
+    device_api<double>(ZB_ENC_FAST);
+}
+
+TEST(GpuDeviceApi, LorenzoRatioRoundTripF32) {
+    ZB_REQUIRE_GPU();
+    device_api<float>(ZB_ENC_RATIO);
+}
+
+TEST(GpuDeviceApi, LorenzoRatioRoundTripF64) {
+    ZB_REQUIRE_GPU();
+    device_api<double>(ZB_ENC_RATIO);
 }
 
 #else
@@ -122,7 +136,7 @@ TEST(GpuAvailability, ReportsCleanly) {
     std::printf("zb_gpu_available() = %d\n", a);
     if (!a) {
         zb_params p = zb_params_default();
-        p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
+        p.predictor = ZB_PRED_LORENZO;
         p.encoder = ZB_ENC_FAST;
         p.backend = ZB_BACKEND_GPU;
         const float x[4] = {1, 2, 3, 4};

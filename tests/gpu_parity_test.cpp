@@ -1,6 +1,8 @@
 // CPU/GPU parity on synthetic data: identical streams, identical decoded arrays in both directions, bound on every
 // value. Shapes of rank 1..4 including primes, unit dims and a single value; ABS and REL bounds; special values,
-// fill values, outliers, escapes, lossless and raw-passthrough streams.
+// fill values, outliers, escapes, lossless and raw-passthrough streams. Every case runs with the Lorenzo predictor
+// and the fast encoder (format v1), and again (the LorenzoRatio* tests) with the ratio encoder (format v2, or v4
+// with run tokens).
 #include <cmath>
 #include <limits>
 #include <random>
@@ -25,10 +27,18 @@ std::string name_of(const char *kind, const Dims &d, const zb_params &p) {
     return s;
 }
 
+// The encoder of the Lorenzo pipeline that params() asks for: fast (format v1) unless a LorenzoRatio* test holds
+// a RatioScope.
+zb_encoder g_encoder = ZB_ENC_FAST;
+struct RatioScope {
+    RatioScope() { g_encoder = ZB_ENC_RATIO; }
+    ~RatioScope() { g_encoder = ZB_ENC_FAST; }
+};
+
 zb_params params(zb_mode mode, double bound) {
     zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-    p.encoder = ZB_ENC_FAST;
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = g_encoder;
     p.mode = mode;
     p.bound = bound;
     return p;
@@ -53,6 +63,8 @@ template <typename T> void smooth_and_noisy() {
 }
 TEST(GpuParity, SmoothAndNoisyF32) { smooth_and_noisy<float>(); }
 TEST(GpuParity, SmoothAndNoisyF64) { smooth_and_noisy<double>(); }
+TEST(GpuParity, LorenzoRatioSmoothAndNoisyF32) { RatioScope r; smooth_and_noisy<float>(); }
+TEST(GpuParity, LorenzoRatioSmoothAndNoisyF64) { RatioScope r; smooth_and_noisy<double>(); }
 
 // NaN (several payloads, both signs), +-Inf, -0.0, the fill value, in runs and isolated, at tile borders.
 template <typename T> std::vector<T> with_specials(const Dims &d, uint32_t seed, T fill) {
@@ -102,6 +114,8 @@ template <typename T> void specials() {
 }
 TEST(GpuParity, SpecialValuesF32) { specials<float>(); }
 TEST(GpuParity, SpecialValuesF64) { specials<double>(); }
+TEST(GpuParity, LorenzoRatioSpecialValuesF32) { RatioScope r; specials<float>(); }
+TEST(GpuParity, LorenzoRatioSpecialValuesF64) { RatioScope r; specials<double>(); }
 
 // The point-wise relative mode (format v5): the inner stream of log magnitudes runs on the GPU, the transform and
 // the check on the host; the bytes and the decoded values must be the CPU's.
@@ -157,8 +171,11 @@ template <typename T> void outliers() {
 }
 TEST(GpuParity, OutliersF32) { outliers<float>(); }
 TEST(GpuParity, OutliersF64) { outliers<double>(); }
+TEST(GpuParity, LorenzoRatioOutliersF32) { RatioScope r; outliers<float>(); }
+TEST(GpuParity, LorenzoRatioOutliersF64) { RatioScope r; outliers<double>(); }
 
-// Lorenzo deltas beyond +-32767 (escapes): a smooth field with steps and spikes; and pure noise (raw passthrough).
+// Lorenzo deltas beyond the code range (escapes: +-32767 for the fast encoder, +-511 for the ratio encoder): a smooth
+// field with steps and spikes, and a steep ramp; and pure noise (raw passthrough).
 template <typename T> void escapes() {
     ZB_REQUIRE_GPU();
     uint32_t seed = 300;
@@ -171,6 +188,11 @@ template <typename T> void escapes() {
             gput::expect_parity(data, d, params(ZB_MODE_ABS, b), name_of("escapes", d, params(ZB_MODE_ABS, b)));
             if (::testing::Test::HasFatalFailure()) return;
         }
+        std::vector<T> ramp(data.size());   // deltas of about 2 / (2 eb) = 1000 everywhere along x at eb 1e-3
+        for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = (T)(2.0 * (double)(i % d.back()) + 1e-3 * (double)(i % 7));
+        const zb_params rp = params(ZB_MODE_ABS, 1e-3);
+        gput::expect_parity(ramp, d, rp, name_of("ramp", d, rp));
+        if (::testing::Test::HasFatalFailure()) return;
         std::uniform_real_distribution<double> u(-1e3, 1e3);
         for (auto &v : data) v = (T)u(rng);
         gput::expect_parity(data, d, params(ZB_MODE_ABS, 1e-4), name_of("noise(raw)", d, params(ZB_MODE_ABS, 1e-4)));
@@ -179,6 +201,8 @@ template <typename T> void escapes() {
 }
 TEST(GpuParity, EscapesF32) { escapes<float>(); }
 TEST(GpuParity, EscapesF64) { escapes<double>(); }
+TEST(GpuParity, LorenzoRatioEscapesF32) { RatioScope r; escapes<float>(); }
+TEST(GpuParity, LorenzoRatioEscapesF64) { RatioScope r; escapes<double>(); }
 
 // eb = 0: bound 0, a constant field under REL, all non-finite values under REL, a single value.
 template <typename T> void lossless() {
@@ -197,12 +221,21 @@ template <typename T> void lossless() {
         gput::expect_parity(std::vector<T>{v}, Dims{1}, params(ZB_MODE_REL, 1e-3), "one value, rel");
         gput::expect_parity(std::vector<T>{v}, Dims{}, params(ZB_MODE_ABS, 1e-3), "scalar, abs");
     }
+    // A zero-size dim is refused by both backends alike.
+    const Dims empty{3, 0};
+    const std::vector<T> none;
+    const zbt::Stream c0 = gput::compress_on(ZB_BACKEND_CPU, none, empty, params(ZB_MODE_ABS, 1e-3));
+    const zbt::Stream g0 = gput::compress_on(ZB_BACKEND_GPU, none, empty, params(ZB_MODE_ABS, 1e-3));
+    EXPECT_EQ(c0.status, ZB_ERR_INVALID_ARG);
+    EXPECT_EQ(g0.status, c0.status);
 }
 TEST(GpuParity, LosslessAndTinyF32) { lossless<float>(); }
 TEST(GpuParity, LosslessAndTinyF64) { lossless<double>(); }
+TEST(GpuParity, LorenzoRatioLosslessAndTinyF32) { RatioScope r; lossless<float>(); }
+TEST(GpuParity, LorenzoRatioLosslessAndTinyF64) { RatioScope r; lossless<double>(); }
 
-// Larger arrays: several thousand tiles, multi-segment scans along y and z.
-TEST(GpuParity, LargerArrays) {
+// Larger arrays: several thousand tiles, multi-segment scans along x (rank 1), y and z.
+void larger_arrays() {
     ZB_REQUIRE_GPU();
     for (const Dims &d : std::vector<Dims>{{3000000}, {1500, 2001}, {120, 130, 140}, {2, 700, 3}}) {
         const auto f = zbt::smooth_field<float>(d, 0.02, 11, 20.0);
@@ -212,9 +245,41 @@ TEST(GpuParity, LargerArrays) {
         if (::testing::Test::HasFatalFailure()) return;
     }
 }
+TEST(GpuParity, LargerArrays) { larger_arrays(); }
+TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
+
+// Lorenzo + ratio writes format v2, or v4 when run tokens make the bitstream shorter: both layouts occur here (a
+// smooth field at coarse bounds has long runs of code 0; a noisy one at fine bounds has none), and each has parity.
+template <typename T> void lorenzo_ratio_layouts() {
+    ZB_REQUIRE_GPU();
+    RatioScope r;
+    int v2 = 0, v4 = 0;
+    uint32_t seed = 500;
+    for (const Dims &d : std::vector<Dims>{{100003}, {300, 301}, {40, 50, 60}})
+        for (double noise : {0.0, 0.5})
+            for (double b : {1e-2, 1e-3, 1e-5}) {
+                const auto data = zbt::smooth_field<T>(d, noise, seed++, 10.0);
+                const zb_params p = params(ZB_MODE_REL, b);
+                gput::expect_parity(data, d, p, name_of(noise ? "noisy" : "smooth", d, p));
+                const zbt::Stream s = gput::compress_on(ZB_BACKEND_GPU, data, d, p);
+                zb_stream_info info;
+                ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+                if (info.raw) continue;
+                EXPECT_EQ(info.predictor, ZB_PRED_LORENZO);
+                EXPECT_EQ(info.encoder, ZB_ENC_RATIO);
+                v2 += info.format_version == 2;
+                v4 += info.format_version == 4;
+                if (::testing::Test::HasFatalFailure()) return;
+            }
+    std::printf("Lorenzo + ratio streams: %d of format v2, %d of format v4\n", v2, v4);
+    EXPECT_GT(v2, 0);
+    EXPECT_GT(v4, 0);
+}
+TEST(GpuParity, LorenzoRatioLayoutsF32) { lorenzo_ratio_layouts<float>(); }
+TEST(GpuParity, LorenzoRatioLayoutsF64) { lorenzo_ratio_layouts<double>(); }
 
 // Small output buffers: the GPU reports the same error as the CPU.
-TEST(GpuParity, BufferTooSmall) {
+void buffer_too_small() {
     ZB_REQUIRE_GPU();
     const Dims d{100, 100};
     const auto data = zbt::smooth_field<float>(d, 0.01, 5, 0.0);
@@ -231,6 +296,8 @@ TEST(GpuParity, BufferTooSmall) {
         << zb_last_error();
     EXPECT_TRUE(buf == ref.bytes);
 }
+TEST(GpuParity, BufferTooSmall) { buffer_too_small(); }
+TEST(GpuParity, LorenzoRatioBufferTooSmall) { RatioScope r; buffer_too_small(); }
 
 // Many threads compressing at once through the GPU get the CPU's bytes.
 TEST(GpuParity, ConcurrentCalls) {

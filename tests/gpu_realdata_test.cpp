@@ -1,5 +1,6 @@
 // CPU/GPU parity on every floating-point field of ../shared/data at REL 1e-2, 1e-3 and 1e-4, with the declared
-// fill value where the file has one. The fields are read from raw files that tests/gpu_make_fields.py extracts
+// fill value where the file has one, for the Lorenzo predictor with the fast encoder (format v1) and with the ratio
+// encoder (format v2/v4). The fields are read from raw files that tests/gpu_make_fields.py extracts
 // (build target `gpu_fields`, or run it by hand and point ZBOUND_GPU_FIELDS at the output directory).
 #include <cstdlib>
 #include <fstream>
@@ -49,15 +50,15 @@ template <typename T> bool read_raw(const std::string &path, size_t n, std::vect
     return (bool)f.read(reinterpret_cast<char *>(v.data()), (std::streamsize)(n * sizeof(T)));
 }
 
-template <typename T> void check_field(const std::string &dir, const Field &fd) {
+template <typename T> void check_field(const std::string &dir, const Field &fd, zb_encoder encoder) {
     size_t n = 1;
     for (size_t d : fd.dims) n *= d;
     std::vector<T> v;
     ASSERT_TRUE(read_raw(dir + "/" + fd.file, n, v)) << "cannot read " << fd.file;
     for (double rel : {1e-2, 1e-3, 1e-4}) {
         zb_params p = zb_params_default();
-        p.predictor = ZB_PRED_LORENZO;  // the GPU runs the v1 pipeline
-        p.encoder = ZB_ENC_FAST;
+        p.predictor = ZB_PRED_LORENZO;
+        p.encoder = encoder;
         p.mode = ZB_MODE_REL;
         p.bound = rel;
         p.has_fill = fd.has_fill;
@@ -67,7 +68,7 @@ template <typename T> void check_field(const std::string &dir, const Field &fd) 
     }
 }
 
-TEST(GpuRealData, EveryFieldEveryBound) {
+void every_field(zb_encoder encoder) {
     ZB_REQUIRE_GPU();
     const std::string dir = fields_dir();
     const auto fields = read_manifest(dir);
@@ -76,10 +77,14 @@ TEST(GpuRealData, EveryFieldEveryBound) {
                      << ": build the gpu_fields target or run tests/gpu_make_fields.py DATA_DIR OUT_DIR and set "
                         "ZBOUND_GPU_FIELDS=OUT_DIR";
     for (const Field &fd : fields) {
-        if (fd.dtype == "f64") check_field<double>(dir, fd);
-        else check_field<float>(dir, fd);
+        if (fd.dtype == "f64") check_field<double>(dir, fd, encoder);
+        else check_field<float>(dir, fd, encoder);
     }
-    std::printf("checked %zu fields x 3 bounds\n", fields.size());
+    std::printf("checked %zu fields x 3 bounds (Lorenzo + %s)\n", fields.size(),
+                encoder == ZB_ENC_RATIO ? "ratio" : "fast");
 }
+
+TEST(GpuRealData, EveryFieldEveryBound) { every_field(ZB_ENC_FAST); }
+TEST(GpuRealData, LorenzoRatioEveryFieldEveryBound) { every_field(ZB_ENC_RATIO); }
 
 }  // namespace

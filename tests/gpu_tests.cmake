@@ -1,5 +1,6 @@
 # GPU backend tests: CPU/GPU byte parity (synthetic and real data), cross decoding, the device-pointer API and
-# corrupted streams, for the v1 pipeline and the v2 interp pipeline (gpu_interp_test.cpp). Where no GPU can be used
+# corrupted streams, for the Lorenzo predictor with either encoder (v1, and v2/v4 in the LorenzoRatio* tests) and the
+# interp pipeline (gpu_interp_test.cpp). Where no GPU can be used
 # (CI, CPU-only builds) every GPU test skips with a visible "no GPU: ..." message.
 add_executable(gpu_tests
   gpu_parity_test.cpp

@@ -106,13 +106,6 @@ zb_status check_params(const zb_params *p) {
 size_t dtype_size(const zb_dtype &t) { return as_int(t) == ZB_F64 ? 8 : 4; }
 bool dtype_ok(const zb_dtype &t) { return as_int(t) == ZB_F32 || as_int(t) == ZB_F64; }
 
-// The pipelines the CUDA backend runs (cuda/interp_gpu.h gpu_runs_v2 for the v2 layout): v1 Lorenzo + fast and
-// the interp predictor with either encoder. Lorenzo + ratio runs on the CPU.
-bool gpu_runs(uint8_t predictor, uint8_t encoder) {
-    return zb::is_v1_pipeline(predictor, encoder) || predictor == zb::kPredInterp;
-}
-const char *const kLorenzoRatioCpuOnly = "Lorenzo + ratio runs on the CPU only in this version";
-
 template <typename F> zb_status guarded(F &&f) {
     try {
         return f();
@@ -144,34 +137,16 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
     const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
     const int nt = zb::resolve_threads(params->threads, shape.n);
     // The choice depends on the data and parameters only, never on the backend: the CPU and the GPU must
-    // write the same bytes (DESIGN invariant 4). A pipeline the GPU does not run goes to the CPU.
+    // write the same bytes (DESIGN invariant 4). The GPU runs every pipeline; the one chosen here (predictor and
+    // encoder auto included) is passed to it explicitly, so both backends write it.
     uint8_t pred, enc;
     zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
     const bool v1 = zb::is_v1_pipeline(pred, enc);
-    if (gpu && !v1 && gpu_runs(pred, enc)) {
-        // The GPU runs the interp pipeline too; the pipeline chosen here (predictor/encoder auto included) is
-        // passed explicitly, so both backends write it.
+    if (gpu) {
         zb_params gp = *params;
-        gp.predictor = ZB_PRED_INTERP;
+        gp.predictor = pred == zb::kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
         gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
         const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
-        if (s == ZB_OK) return ZB_OK;
-        if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
-        log_once("GPU compression failed, using the CPU: " + msg);
-        gpu = nullptr;
-    } else if (gpu && !v1) {
-        const std::string why = std::string(kLorenzoRatioCpuOnly) +
-                                (params->encoder == ZB_ENC_AUTO || params->predictor == ZB_PRED_AUTO
-                                     ? " (chosen by auto; set encoder=fast or predictor=interp for the GPU)"
-                                     : "");
-        // Only an explicit backend=gpu argument makes this an error; ZBOUND_BACKEND=gpu is a preference.
-        if (as_int(params->backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
-        log_once(why);
-        gpu = nullptr;
-        required = false;
-    }
-    if (gpu) {
-        const zb_status s = gpu->compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
         if (s == ZB_OK) return ZB_OK;
         if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
         log_once("GPU compression failed, using the CPU: " + msg);
@@ -218,14 +193,7 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     }
     bool required = false;
     const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-    // Raw passthrough is always version 1 (read_header rejects the flag in any other), and the GPU decodes v1.
-    if (gpu && h.version != zb::kFormatVersionV1 && !gpu_runs(h.predictor, h.encoder)) {
-        const char *why = kLorenzoRatioCpuOnly;
-        if (as_int(backend) == ZB_BACKEND_GPU) return set_error(ZB_ERR_UNSUPPORTED, why);
-        log_once(why);
-        gpu = nullptr;
-        required = false;
-    }
+    // The GPU decodes every stream of versions 1 to 4 (raw passthrough is always version 1).
     if (gpu) {
         const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
         if (s == ZB_OK) return ZB_OK;
@@ -389,9 +357,6 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (as_int(params->mode) == ZB_MODE_PW_REL)
             return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound takes host buffers (zb_compress) in "
                                                  "this version");
-        uint8_t pred, enc;
-        zb::resolve_pipeline(*params, pred, enc);
-        if (!gpu_runs(pred, enc)) return set_error(ZB_ERR_UNSUPPORTED, kLorenzoRatioCpuOnly);
         const zb::GpuOps *gpu = zb::gpu_ops();
         if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
         if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");

@@ -36,8 +36,8 @@ class ZboundError(RuntimeError):
 
 
 class UnsupportedError(ZboundError, NotImplementedError):
-    """ZB_ERR_UNSUPPORTED: the feature is not in this build (for example the device API without a CUDA build,
-    pw_rel on device arrays, or Lorenzo + ratio forced onto the GPU)."""
+    """ZB_ERR_UNSUPPORTED: the feature is not in this build (for example the device API without a CUDA build, or
+    pw_rel on device arrays)."""
 
 
 class CorruptStreamError(ZboundError, ValueError):
