@@ -86,6 +86,14 @@ done
 "$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \
     --predictor interp --encoder ratio --backend gpu --size-mb 256 --repeat 3 --warmup 1 --label TREFHT_pw_rel \
     --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_pwrel.err" || echo "bench pw_rel failed: $(tail -2 "$OUT/bench_pwrel.err")"
+# Size sweep (issue 4): the fast pipeline host-resident and device-resident at 1 .. 1024 MB.
+"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+    --predictor lorenzo --encoder fast --backend gpu --sizes 1,4,16,64,256,1024 --repeat 5 --warmup 2 \
+    --label TREFHT > "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes failed: $(tail -2 "$OUT/bench_sizes.txt")"
+# h5py through the filter (issue 4): 2 GB in 16 MB chunks in /dev/shm, zbound (GPU) against uncompressed.
+ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
+    --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput.txt" 2>&1 ||
+    echo "h5py throughput failed: $(tail -3 "$OUT/h5py_throughput.txt")"
 python3 - "$OUT/bench.jsonl" <<'EOF'
 import json, sys
 print(f"{'field':36s} {'CR':>6s} {'max/eb':>7s} {'comp kern':>9s} {'decomp kern':>11s} {'comp e2e':>8s} {'decomp e2e':>10s}  (GB/s) {'f %':>6s}")
@@ -96,8 +104,10 @@ for line in open(sys.argv[1]):
           f"{r['decompress_gbps']:10.1f}  {100 * r.get('overhead_f', 0):6.3f}  {r.get('backend')}/{r.get('decompress_backend')}")
 EOF
 
+cat "$OUT/bench_sizes.txt" "$OUT/h5py_throughput.txt"
+
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_tests" \
-    --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuParity.Outliers*:GpuDeviceApi.*:GpuCorrupt.TargetedErrors' \
+    --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuParity.Outliers*:GpuDeviceApi.*:GpuCorrupt.TargetedErrors:GpuParity.LorenzoRatioSmoothAndNoisyF32:GpuCorrupt.LorenzoRatio*' \
     > "$OUT/memcheck.log" 2>&1
 summary memcheck "$OUT/memcheck.log"
 timeout 90 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.SpecialValuesF32' \

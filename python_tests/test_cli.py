@@ -268,6 +268,27 @@ def test_bench_size_mb_tiles_input(tmp_path, fields):
     assert r["bound_ok"] is True
 
 
+def test_bench_sizes_crops_and_tiles(tmp_path, fields):
+    """--sizes: one host row per size (the array cropped or tiled along its slowest dim to the fewest slabs that hold
+    the size), and one device row per size where a GPU is usable, its stream identical to the host run's."""
+    arr = fields("radar_rainsum_f64")
+    slab = arr.nbytes // arr.shape[0]
+    sizes = [0.3, arr.nbytes / 1e6, 3 * arr.nbytes / 1e6 + 0.01]
+    p = zb("bench", write_raw(tmp_path, "r", arr), *raw_opts(arr), "--abs", 0.5, "--sizes",
+           ",".join(repr(v) for v in sizes), "--repeat", 1, "--warmup", 0, "--json")
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    host = [r for r in rows if r["residency"] == "host"]
+    device = [r for r in rows if r["residency"] == "device"]
+    assert [r["bytes_in"] for r in host] == [-(-int(round(mb * 1e6)) // slab) * slab for mb in sizes]
+    assert [int(r["dims"].split("x")[0]) for r in host] == [r["bytes_in"] // slab for r in host]
+    assert all(r["bound_ok"] and r["ratio"] > 1 for r in host)
+    if "gpu available" in zb("--version").stdout:
+        assert len(device) == len(sizes) and all(r["bound_ok"] for r in device), rows
+        assert all(r["check"] == "bound held, same bytes as host" for r in device)
+    else:
+        assert not device and "no device-resident runs" in p.stderr
+
+
 def test_bench_gpu_backend_without_gpu_fails_cleanly(tmp_path, fields):
     if "gpu available" in zb("--version").stdout:
         pytest.skip("a GPU is usable here: --backend gpu is expected to work")
@@ -380,6 +401,8 @@ def small_raw(tmp_path, fields):
     (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--warmup", "-1"], 2, "--warmup: -1 is out of range"),
     (["bench", "{raw}", "-t", "f32", "--rel", "1e-3,x"], 2, "'x' is not a finite number"),
     (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--size-mb", "0"], 2, "--size-mb must be > 0"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--sizes", "4,0"], 2, "every size must be > 0"),
+    (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--sizes", "4", "--size-mb", "4"], 2, "exclude each other"),
     (["bench", "{raw}", "-t", "f32", "--rel"], 2, "option --rel needs a value"),
     (["bench", "{raw}", "-t", "f32", "--rel", "1e-3", "--json=yes"], 2, "option --json takes no value"),
     (["cdvalues", "--abs", "1", "extra"], 2, "unexpected argument 'extra'"),

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "bench_device.h"
 #include "cli_args.h"
 #include "codec_opts.h"
 #include "commands.h"
@@ -34,7 +35,11 @@ std::vector<OptionSpec> bench_specs() {
         {nullptr, "--repeat", "N", "timed runs of each of compress and decompress (default 5; median reported)"},
         {nullptr, "--warmup", "N", "untimed runs before them (default 1)"},
         {nullptr, "--size-mb", "N", "tile the input along its slowest dim until it holds at least N MB (1e6 B)"},
-        {nullptr, "--json", nullptr, "one JSON object per bound on stdout instead of the table"},
+        {nullptr, "--sizes", "MB[,MB..]",
+         "sweep array sizes (the input cropped or tiled along its slowest dim to each size in MB): host-resident "
+         "runs through zb_compress/zb_decompress and, where there is a GPU, device-resident runs through "
+         "zb_compress_device/zb_decompress_device with buffers allocated before the timed loop"},
+        {nullptr, "--json", nullptr, "one JSON object per bound (per size and residency with --sizes) on stdout instead of the table"},
         {nullptr, "--label", "NAME", "name of the field in the output (default: the file name)"}};
     for (auto v : {raw_input_specs(), bound_option_specs(true), pipeline_option_specs(), run_option_specs()})
         s.insert(s.end(), v.begin(), v.end());
@@ -52,6 +57,18 @@ void tile_to(RawArray &a, double size_mb) {
     a.dims[0] *= k;
 }
 
+// The array cropped or tiled along its slowest dim to k slabs, k the fewest that hold `size_mb` MB (at least 1).
+RawArray resized(const RawArray &a, double size_mb) {
+    const size_t slab = a.bytes.size() / a.dims[0];
+    const size_t k = std::max<size_t>(1, (size_t)std::ceil(size_mb * 1e6 / (double)slab));
+    RawArray r = a;
+    r.bytes.resize(k * slab);
+    for (size_t i = a.dims[0]; i < k; i += a.dims[0])   // tiles: copies of the whole array, the last one cut
+        std::memcpy(r.bytes.data() + i * slab, a.bytes.data(), std::min(a.dims[0], k - i) * slab);
+    r.dims[0] = k;
+    return r;
+}
+
 struct Timings {
     std::vector<double> wall, kernel;
     zb_backend backend = ZB_BACKEND_CPU;
@@ -61,6 +78,7 @@ struct BenchResult {
     zb_params params;
     zb_stream_info info{};
     size_t bytes_out = 0;
+    std::vector<uint8_t> stream;   // the first compression's stream
     Timings comp, decomp;
     ErrorStats err;
     bool deterministic = true;
@@ -98,6 +116,7 @@ BenchResult run_one(const RawArray &a, const zb_params &p, zb_backend dbackend, 
         }
     }
     r.bytes_out = first.size();
+    r.stream = first;
     check_status(zb_stream_info_get(first.data(), first.size(), &r.info), "reading the stream header");
     for (int i = 0; i < warmup + repeat; ++i) {
         timed(r.decomp, i >= warmup, [&](zb_run_stats &st) {
@@ -175,6 +194,66 @@ void print_table_row(const RawArray &a, const BenchResult &r) {
     std::fflush(stdout);
 }
 
+// --sizes: per size, the host-resident run (run_one) and the device-resident one, with the device's stream
+// compared byte for byte with the host run's and its decoded array checked value by value like the host's.
+void run_sizes(const std::string &label, const RawArray &raw, const zb_params &p, zb_backend dbackend,
+               const std::vector<double> &sizes, int warmup, int repeat, bool json, uint64_t &bad, bool &failed) {
+    if (!json)
+        std::printf("%s: %s, %s %g, threads %d, median of %d runs after %d warm-up\n%9s %-8s %-8s %8s %10s %10s "
+                    "%10s %10s  %s\n",
+                    label.c_str(), dtype_name(raw.dtype), mode_name(p.mode), p.bound, effective_threads(p.threads),
+                    repeat, warmup, "size MB", "resident", "backend", "CR", "comp GB/s", "dec GB/s", "kcomp GB/s",
+                    "kdec GB/s", "check");
+    bool said_why = false;
+    for (double mb : sizes) {
+        const RawArray a = resized(raw, mb);
+        const size_t in = a.bytes.size();
+        const BenchResult h = run_one(a, p, dbackend, warmup, repeat);
+        bad += h.err.violations + h.err.special_mismatches;
+        failed |= !h.deterministic;
+        const DeviceRun d = run_device_resident(p, a.dtype, a.bytes, a.dims, warmup, repeat);
+        ErrorStats derr;
+        bool same_bytes = false;
+        if (d.ran) {
+            derr = compare_arrays(a.dtype, a.bytes.data(), d.decoded.data(), a.count(), h.info.abs_bound,
+                                  p.has_fill != 0, p.fill_bits, p.mode == ZB_MODE_PW_REL ? p.bound : 0.0);
+            same_bytes = d.stream == h.stream;
+            bad += derr.violations + derr.special_mismatches;
+            failed |= !same_bytes;
+        }
+        auto row = [&](const char *where, zb_backend backend, size_t out, double cw, double dw, double ck, double dk,
+                       bool ok, const char *check) {
+            if (json) {
+                JsonLine j;
+                j.add("field", label).add("dtype", dtype_name(a.dtype)).add("dims", dims_to_string(a.dims))
+                    .add("size_mb", (double)in / 1e6).add("residency", where).add("backend", backend_name(backend))
+                    .add("mode", mode_name(p.mode)).add("bound", p.bound).add("bytes_in", (uint64_t)in)
+                    .add("bytes_out", (uint64_t)out).add("ratio", (double)in / (double)out).add("bound_ok", ok)
+                    .add("check", check).add("warmup", warmup).add("repeat", repeat)
+                    .add("compress_gbps", gbps(in, cw)).add("decompress_gbps", gbps(in, dw))
+                    .add("compress_kernel_gbps", gbps(in, ck)).add("decompress_kernel_gbps", gbps(in, dk));
+                std::printf("%s\n", j.str().c_str());
+            } else {
+                std::printf("%9.1f %-8s %-8s %8.3f %10.2f %10.2f %10.2f %10.2f  %s\n", (double)in / 1e6, where,
+                            backend_name(backend), (double)in / (double)out, gbps(in, cw), gbps(in, dw), gbps(in, ck),
+                            gbps(in, dk), check);
+            }
+        };
+        row("host", h.comp.backend, h.bytes_out, median(h.comp.wall), median(h.decomp.wall), median(h.comp.kernel),
+            median(h.decomp.kernel), h.err.ok(), h.err.ok() ? "bound held" : "BOUND VIOLATED");
+        if (d.ran) {
+            const char *check = !derr.ok() ? "BOUND VIOLATED" : same_bytes ? "bound held, same bytes as host"
+                                                                          : "STREAM DIFFERS FROM THE HOST RUN";
+            row("device", ZB_BACKEND_GPU, d.stream.size(), median(d.comp_wall), median(d.decomp_wall),
+                median(d.comp_kernel), median(d.decomp_kernel), derr.ok() && same_bytes, check);
+        } else if (!said_why) {
+            std::fprintf(stderr, "zbound bench: no device-resident runs: %s\n", d.why_not.c_str());
+            said_why = true;
+        }
+        std::fflush(stdout);
+    }
+}
+
 }  // namespace
 
 int cmd_bench(const Args &argv) {
@@ -183,7 +262,7 @@ int cmd_bench(const Args &argv) {
     if (a.help) {
         std::fputs(format_help("zbound bench FILE -t f32|f64 [-d DIMS] (--abs X[,X..] | --rel X[,X..] | --pw-rel X[,X..]) "
                                "[--repeat N] "
-                               "[--warmup N] [--size-mb N] [--json] [options]",
+                               "[--warmup N] [--size-mb N | --sizes MB,..] [--json] [options]",
                                "Compresses and decompresses FILE repeatedly and reports the median times, the "
                                "ratio and the error.\nEvery value is checked: finite values against the bound "
                                "(maxerr/eb: the largest error over its bound), NaN/Inf/-0.0/fill bit for bit.\nExits with 3 if any value breaks the bound.\n"
@@ -208,6 +287,7 @@ int cmd_bench(const Args &argv) {
     std::string label = a.get("--label", path.substr(path.find_last_of('/') + 1));
 
     RawArray raw = read_raw(path, dtype, input.dims, input.layout);
+    if (a.has("--size-mb") && a.has("--sizes")) throw CliError("--size-mb and --sizes exclude each other");
     if (a.has("--size-mb")) {
         const double mb = parse_double(a.get("--size-mb"), "--size-mb");
         if (mb <= 0) throw CliError("--size-mb must be > 0");
@@ -216,6 +296,20 @@ int cmd_bench(const Args &argv) {
 
     uint64_t bad = 0;
     bool nondeterministic = false;
+    if (a.has("--sizes")) {
+        const std::vector<double> sizes = parse_double_list(a.get("--sizes"), "--sizes");
+        for (double mb : sizes)
+            if (!(mb > 0)) throw CliError("--sizes: every size must be > 0 MB");
+        for (double b : bound.bounds) {
+            zb_params p = base;
+            p.bound = b;
+            run_sizes(label, raw, p, dbackend, sizes, warmup, repeat, json, bad, nondeterministic);
+        }
+        if (bad) std::fprintf(stderr, "zbound bench: BOUND VIOLATED: %llu values\n", (unsigned long long)bad);
+        if (nondeterministic)
+            std::fprintf(stderr, "zbound bench: error: repeated or device-resident compression gave different bytes\n");
+        return bad ? kExitBoundViolation : nondeterministic ? kExitFailure : kExitOk;
+    }
     for (size_t k = 0; k < bound.bounds.size(); ++k) {
         const double b = bound.bounds[k];
         zb_params p = base;
