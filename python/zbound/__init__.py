@@ -25,12 +25,14 @@ from ._lib import CorruptStreamError, GpuError, UnsupportedError, ZboundError  #
 from ._api import compress, decompress, gpu_available, stream_info  # noqa: F401
 from ._filter import FILTER_ID, Filter, cd_values, parse_cd_values  # noqa: F401
 from ._h5 import PLUGIN_FILE, PLUGIN_PATH, register_h5py  # noqa: F401
+from .direct import read_chunks, write_chunks  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
     "FILTER_ID", "PLUGIN_PATH", "PLUGIN_FILE", "Filter", "compress", "decompress", "stream_info", "cd_values",
-    "gpu_available", "register_h5py", "ZboundError", "UnsupportedError", "CorruptStreamError", "GpuError",
+    "gpu_available", "register_h5py", "write_chunks", "read_chunks", "ZboundError", "UnsupportedError",
+    "CorruptStreamError", "GpuError",
     "Zbound", "ZboundCodec",
 ]
 

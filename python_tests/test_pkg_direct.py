@@ -1,0 +1,132 @@
+"""zbound.write_chunks / read_chunks: chunks compressed outside HDF5's filter pipeline and stored with
+H5Dwrite_chunk are the filter's own streams (same bytes), read back through the plugin, and read_chunks decodes
+what the filter wrote exactly as h5py does. Device arrays (CuPy) where a GPU is usable."""
+import numpy as np
+import pytest
+
+from test_pkg_common import assert_within, smooth, uint_view, zbound
+import h5py
+
+
+def _stored_chunks(ds):
+    out = {}
+    for i in range(ds.id.get_num_chunks()):
+        off = tuple(ds.id.get_chunk_info(i).chunk_offset)
+        out[off] = ds.id.read_direct_chunk(off)
+    return out
+
+
+def _field(shape, dtype, seed=0):
+    a = smooth(shape, dtype, seed)
+    flat = a.reshape(-1)
+    flat[7] = np.nan
+    flat[100] = -np.inf
+    flat[333] = -0.0
+    return a
+
+
+CASES = [
+    ("abs", 1e-2, "auto", "auto", None, "f4"),
+    ("rel", 1e-3, "interp", "ratio", None, "f4"),
+    ("rel", 1e-4, "lorenzo", "ratio", -999.0, "f8"),
+    ("abs", 5e-3, "lorenzo", "fast", -999.0, "f4"),
+    ("pw_rel", 1e-3, "auto", "auto", None, "f8"),
+]
+
+
+@pytest.mark.parametrize("mode,bound,pred,enc,fill,dtype", CASES)
+def test_write_chunks_writes_the_filters_bytes(tmp_path, mode, bound, pred, enc, fill, dtype):
+    """Same data, same dataset creation: chunk for chunk, write_chunks stores the bytes the filter stores."""
+    a = _field((45, 60, 70), dtype)   # the last chunk along z is an edge chunk
+    if fill is not None:
+        a[3:5, 10:20, :] = fill
+    kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 20, 70), fillvalue=fill,
+              **zbound.Filter(**{mode: bound}, predictor=pred, encoder=enc))
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        via_filter = f.create_dataset("filter", **kw)
+        via_filter[...] = a
+        direct = f.create_dataset("direct", **kw)
+        zbound.write_chunks(direct, a, threads=3)
+        sa, sb = _stored_chunks(via_filter), _stored_chunks(direct)
+        assert sa.keys() == sb.keys() and len(sa) == 3 * 3
+        for off in sa:
+            assert sa[off][0] == sb[off][0] == 0
+            assert sa[off][1] == sb[off][1], f"chunk {off}: different bytes"
+
+
+def test_edge_chunks_read_back_through_the_plugin(tmp_path):
+    """A shape that is no multiple of the chunk shape: the edge chunks are padded like HDF5 pads them, and the
+    dataset reads back through the plugin within the bound, specials exact."""
+    a = _field((45, 61, 33), "f4", seed=2)
+    with h5py.File(tmp_path / "e.h5", "w") as f:
+        ds = f.create_dataset("x", shape=a.shape, dtype=a.dtype, chunks=(16, 20, 16), **zbound.Filter(abs=1e-3))
+        zbound.write_chunks(ds, a)
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        back = f["x"][...]
+        direct = zbound.read_chunks(f["x"])
+    assert_within(a, back, 1e-3)
+    assert np.array_equal(uint_view(back), uint_view(direct))
+
+
+def test_read_chunks_equals_h5py_read(tmp_path):
+    """read_chunks decodes what the filter wrote bit for bit like h5py does, unwritten chunks read as the fill value,
+    and chunks stored unfiltered (an optional filter declining: here written raw with filter mask 1) as they are."""
+    a = _field((40, 50), "f8", seed=4)
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        ds = f.create_dataset("x", shape=(80, 50), dtype="f8", chunks=(16, 25), fillvalue=-5.5,
+                              **zbound.Filter(rel=1e-3))
+        ds[:40] = a
+        raw_chunk = np.arange(16 * 25, dtype="f8").reshape(16, 25)
+        ds.id.write_direct_chunk((64, 25), raw_chunk.tobytes(), filter_mask=1)
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        expected = f["x"][...]
+        got = zbound.read_chunks(f["x"])
+        out = np.empty((80, 50), "f8")
+        assert zbound.read_chunks(f["x"], out=out) is out
+    assert np.array_equal(uint_view(expected), uint_view(got))
+    assert np.array_equal(uint_view(got), uint_view(out))
+    assert np.all(got[48:64] == -5.5) and np.array_equal(got[64:80, 25:], raw_chunk)
+
+
+def test_refusals(tmp_path):
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        plain = f.create_dataset("plain", shape=(10, 10), dtype="f4", chunks=(5, 5))
+        with pytest.raises(ValueError, match="only filter"):
+            zbound.write_chunks(plain, np.zeros((10, 10), "f4"))
+        both = f.create_dataset("both", shape=(10, 10), dtype="f4", chunks=(5, 5), shuffle=True,
+                                **zbound.Filter(abs=1))
+        with pytest.raises(ValueError, match="only filter"):
+            zbound.read_chunks(both)
+        contiguous = f.create_dataset("contiguous", shape=(10, 10), dtype="f4")
+        with pytest.raises(ValueError, match="not chunked"):
+            zbound.write_chunks(contiguous, np.zeros((10, 10), "f4"))
+        ints = f.create_dataset("ints", shape=(10,), dtype="i4", chunks=(5,), **zbound.Filter(abs=1))
+        with pytest.raises(TypeError, match="float32/float64"):
+            zbound.write_chunks(ints, np.zeros(10, "i4"))
+        ok = f.create_dataset("ok", shape=(10, 10), dtype="f4", chunks=(5, 5), **zbound.Filter(abs=1))
+        with pytest.raises(ValueError, match="shape"):
+            zbound.write_chunks(ok, np.zeros((10, 11), "f4"))
+        with pytest.raises(TypeError, match="float64"):
+            zbound.write_chunks(ok, np.zeros((10, 10), "f8"))
+        with pytest.raises(ValueError, match="out must be"):
+            zbound.read_chunks(ok, out=np.empty((10, 10), "f8"))
+
+
+def test_device_arrays_round_trip(tmp_path):
+    """A CuPy array: chunks compressed on the GPU are the CPU's bytes (the filter's), and read_chunks(device=True)
+    gives the same values as the CPU read."""
+    cp = pytest.importorskip("cupy")
+    if not zbound.gpu_available():
+        pytest.skip("no usable GPU")
+    a = _field((64, 128, 96), "f4", seed=5)
+    kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 128, 96), **zbound.Filter(rel=1e-3))
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        host = f.create_dataset("host", **kw)
+        zbound.write_chunks(host, a)
+        dev = f.create_dataset("dev", **kw)
+        zbound.write_chunks(dev, cp.asarray(a))
+        sa, sb = _stored_chunks(host), _stored_chunks(dev)
+        assert sa == sb
+        back = zbound.read_chunks(dev, device=True)
+        assert isinstance(back, cp.ndarray)
+        assert np.array_equal(uint_view(cp.asnumpy(back)), uint_view(zbound.read_chunks(host)))
