@@ -18,6 +18,7 @@ if [ "${1:-}" = pack ]; then
     [ -x "$BUILD/examples/mpi_write_read" ] && cp "$BUILD/examples/mpi_write_read" "$RUN/bin/"
     cp "$BUILD/bin/zbound" "$RUN/bin/"
     cp "$BUILD"/plugin/*.so "$RUN/plugin/"
+    mkdir -p "$RUN/lib" && cp "$BUILD/cuda/libzbound.so" "$RUN/lib/"   # the Python package's library
     # The carry limit is 64 MiB: binaries are stripped and the TREFHT members beyond the first (read only by the
     # h5py real-data tests, which cannot run here anyway) stay here.
     find ../shared/data -maxdepth 1 -type f ! -name 'cesm_trefht_b06_59.nc' ! -name 'cesm_trefht_b06_6?.nc' \
@@ -90,10 +91,22 @@ done
 "$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder fast --backend gpu --sizes 1,4,16,64,256,1024 --repeat 5 --warmup 2 \
     --label TREFHT > "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes failed: $(tail -2 "$OUT/bench_sizes.txt")"
+# The same sizes on the device machine's CPU cores: where the GPU starts to pay (ZBOUND_GPU_MIN_BYTES).
+"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+    --predictor lorenzo --encoder fast --backend cpu --sizes 0.25,1,4,16,64 --repeat 5 --warmup 1 \
+    --label TREFHT_cpu >> "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes (cpu) failed"
 # h5py through the filter (issue 4): 2 GB in 16 MB chunks in /dev/shm, zbound (GPU) against uncompressed.
 ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput.txt" 2>&1 ||
     echo "h5py throughput failed: $(tail -3 "$OUT/h5py_throughput.txt")"
+# Chunk I/O from GPU arrays (issue 4): the package tests in the tree, the example, and a 4 GB CuPy array.
+export ZBOUND_LIBRARY="$root/$RUN/lib/libzbound.so" PYTHONPATH="$root/python"
+python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
+echo "pytest direct chunk I/O: $(tail -1 "$OUT/pytest_direct.log")"
+HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
+HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" \
+    --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
+unset ZBOUND_LIBRARY PYTHONPATH
 python3 - "$OUT/bench.jsonl" <<'EOF'
 import json, sys
 print(f"{'field':36s} {'CR':>6s} {'max/eb':>7s} {'comp kern':>9s} {'decomp kern':>11s} {'comp e2e':>8s} {'decomp e2e':>10s}  (GB/s) {'f %':>6s}")
@@ -104,7 +117,7 @@ for line in open(sys.argv[1]):
           f"{r['decompress_gbps']:10.1f}  {100 * r.get('overhead_f', 0):6.3f}  {r.get('backend')}/{r.get('decompress_backend')}")
 EOF
 
-cat "$OUT/bench_sizes.txt" "$OUT/h5py_throughput.txt"
+cat "$OUT/bench_sizes.txt" "$OUT/h5py_throughput.txt" "$OUT/device_chunks.txt"
 
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_tests" \
     --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuParity.Outliers*:GpuDeviceApi.*:GpuCorrupt.TargetedErrors:GpuParity.LorenzoRatioSmoothAndNoisyF32:GpuCorrupt.LorenzoRatio*' \

@@ -37,8 +37,9 @@ std::vector<OptionSpec> bench_specs() {
         {nullptr, "--size-mb", "N", "tile the input along its slowest dim until it holds at least N MB (1e6 B)"},
         {nullptr, "--sizes", "MB[,MB..]",
          "sweep array sizes (the input cropped or tiled along its slowest dim to each size in MB): host-resident "
-         "runs through zb_compress/zb_decompress and, where there is a GPU, device-resident runs through "
-         "zb_compress_device/zb_decompress_device with buffers allocated before the timed loop"},
+         "runs through zb_compress/zb_decompress and, where there is a GPU and the backend is not cpu, "
+         "device-resident runs through zb_compress_device/zb_decompress_device with buffers allocated before the "
+         "timed loop"},
         {nullptr, "--json", nullptr, "one JSON object per bound (per size and residency with --sizes) on stdout instead of the table"},
         {nullptr, "--label", "NAME", "name of the field in the output (default: the file name)"}};
     for (auto v : {raw_input_specs(), bound_option_specs(true), pipeline_option_specs(), run_option_specs()})
@@ -211,7 +212,9 @@ void run_sizes(const std::string &label, const RawArray &raw, const zb_params &p
         const BenchResult h = run_one(a, p, dbackend, warmup, repeat);
         bad += h.err.violations + h.err.special_mismatches;
         failed |= !h.deterministic;
-        const DeviceRun d = run_device_resident(p, a.dtype, a.bytes, a.dims, warmup, repeat);
+        DeviceRun d;
+        if (p.backend == ZB_BACKEND_CPU) d.why_not = "--backend cpu";
+        else d = run_device_resident(p, a.dtype, a.bytes, a.dims, warmup, repeat);
         ErrorStats derr;
         bool same_bytes = false;
         if (d.ran) {
