@@ -106,20 +106,20 @@ ZB_HD double round_half_even(double t) {
 }
 
 // Returns true and sets q if x is regular (representable within the bound); false (q = 0) if x is an exception.
-// Written without early returns so that it vectorizes on the CPU and does not diverge on the GPU; no conversion
-// of an out-of-range double to int happens.
+// Written without early returns, and with & and | rather than && and || (no control flow at all), so that it
+// vectorizes on the CPU and does not diverge on the GPU; no conversion of an out-of-range double to int happens.
 template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q) {
     using U = typename FloatBits<T>::U;
     const U fill = (U)p.fill_bits;
-    const bool special = !is_finite_value(x) || (p.has_fill && bits_of(x) == fill);
+    const bool special = (!is_finite_value(x)) | ((p.has_fill != 0) & (bits_of(x) == fill));
     const double xd = (double)x;
     const double t = mul_rn(xd, p.recip);
-    const bool in_range = abs_value(t) < kQuantLimit && p.eb > 0;  // false for NaN t as well
-    const int32_t qi = (int32_t)(in_range ? round_half_even(t) : 0.0);
+    const bool in_range = (abs_value(t) < kQuantLimit) & (p.eb > 0);  // false for NaN t as well
+    const int32_t qi = (int32_t)round_half_even(in_range ? t : 0.0);
     const T r = dequantize<T>(qi, p.twoeb);
     const bool within = abs_value(sub_rn(xd, (double)r)) <= p.eb;
-    const bool sign_ok = !(x == (T)0 && sign_bit(x) != sign_bit(r));
-    const bool regular = !special && in_range && within && sign_ok;
+    const bool sign_ok = !((x == (T)0) & (sign_bit(x) != sign_bit(r)));
+    const bool regular = (!special) & in_range & within & sign_ok;
     q = regular ? qi : 0;
     return regular;
 }
