@@ -63,6 +63,9 @@ TEST(Bitshuffle, MatchesBitByBitDefinition) {
             for (size_t j = 0; j < zb::kTileCodes; ++j)
                 if ((codes[j] >> p) & 1) ref[p * 256 + j / 8] |= (uint8_t)(1u << (j % 8));
         ASSERT_EQ(tile, ref);
+        std::vector<uint8_t> portable(zb::kTileBytes);   // the fallback of CPUs without SSE2: the same bytes
+        zb::bitshuffle_tile_portable(codes.data(), portable.data());
+        ASSERT_EQ(portable, ref);
         std::vector<uint16_t> back(zb::kTileCodes);
         zb::bitunshuffle_tile(tile.data(), back.data());
         ASSERT_EQ(back, codes);
