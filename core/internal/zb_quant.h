@@ -125,10 +125,13 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
 }
 
 // Sign-magnitude 16-bit code of a Lorenzo delta, or kEscapeCode when |d| > 32767.
+// Selects only (no branch), so that the CPU's code loops vectorize; the magnitude in unsigned arithmetic, so that
+// INT32_MIN is an escape too.
 ZB_HD uint16_t delta_to_code(int32_t d) {
-    if (d >= -kMaxCodeMagnitude && d <= kMaxCodeMagnitude)
-        return d < 0 ? (uint16_t)(0x8000u | (uint32_t)(-d)) : (uint16_t)d;
-    return kEscapeCode;
+    const bool negative = d < 0;
+    const uint32_t mag = negative ? 0u - (uint32_t)d : (uint32_t)d;
+    const uint16_t code = (uint16_t)((negative ? 0x8000u : 0u) | (mag & 0x7FFFu));
+    return mag <= (uint32_t)kMaxCodeMagnitude ? code : kEscapeCode;
 }
 
 // Inverse of delta_to_code for non-escape codes.

@@ -43,10 +43,10 @@ void quantize_all(const T *x, uint64_t n, const QuantParams &qp, uint32_t *q, ui
 template <int Rank>
 void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, const uint32_t *backup, uint64_t x0,
                uint64_t x1, uint16_t *codes, std::vector<int32_t> &escapes) {
-    bool any_escape = false;
+    uint32_t any_escape = 0;   // an integer OR-reduction (a bool one keeps the loop from vectorizing)
     auto emit = [&](uint64_t x, uint32_t pred) {
         const uint16_t c = delta_to_code((int32_t)(cur[x] - pred));
-        any_escape |= c == kEscapeCode;
+        any_escape |= (uint32_t)(c == kEscapeCode);
         codes[x - x0] = c;
     };
     uint64_t x = x0;
