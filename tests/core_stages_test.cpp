@@ -66,9 +66,11 @@ TEST(Bitshuffle, MatchesBitByBitDefinition) {
         std::vector<uint8_t> portable(zb::kTileBytes);   // the fallback of CPUs without SSE2: the same bytes
         zb::bitshuffle_tile_portable(codes.data(), portable.data());
         ASSERT_EQ(portable, ref);
-        std::vector<uint16_t> back(zb::kTileCodes);
+        std::vector<uint16_t> back(zb::kTileCodes), back_portable(zb::kTileCodes);
         zb::bitunshuffle_tile(tile.data(), back.data());
         ASSERT_EQ(back, codes);
+        zb::bitunshuffle_tile_portable(tile.data(), back_portable.data());
+        ASSERT_EQ(back_portable, codes);
     }
 }
 

@@ -69,9 +69,10 @@ void lorenzo_inverse(uint32_t *q, const Shape &s, int threads);
 
 // Bitshuffle of one 2048-code tile into 4096 bytes and back.
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile);
-// The plain 64-bit version of bitshuffle_tile (every CPU; bitshuffle_tile uses SSE2 where the compiler targets it);
-// the same bytes. Exposed for the test that compares the two.
+// The plain 64-bit versions of bitshuffle_tile / bitunshuffle_tile (every CPU; the others use SSE2 where the
+// compiler targets it); the same bytes. Exposed for the test that compares them.
 void bitshuffle_tile_portable(const uint16_t *codes, uint8_t *tile);
+void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes);
 void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes);
 
 }  // namespace zb

@@ -274,6 +274,10 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         const uint64_t base = (uint64_t)t * kTileCodes;
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - base);
         uint64_t e = esc_start[(size_t)t];
+        if (e == esc_start[(size_t)t + 1]) {   // no escape in this tile (the common case): a loop that vectorizes
+            for (uint64_t j = 0; j < valid; ++j) q[base + j] = (uint32_t)code_to_delta(codes[base + j]);
+            continue;
+        }
         for (uint64_t j = 0; j < valid; ++j) {
             const uint16_t c = codes[base + j];
             int32_t d;

@@ -71,7 +71,7 @@ void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) {
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) { bitshuffle_tile_portable(codes, tile); }
 #endif
 
-void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes) {
     for (int k = 0; k < kPlaneBytes; ++k) {
         uint64_t lo = 0, hi = 0;
         for (int p = 0; p < 8; ++p) {
@@ -84,6 +84,54 @@ void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
             codes[8 * k + b] = (uint16_t)(((lo >> (8 * b)) & 0xFF) | (((hi >> (8 * b)) & 0xFF) << 8));
     }
 }
+
+#if defined(__SSE2__)
+namespace {
+// Bytes k0 .. k0+15 of 8 planes (rows r[0..7]) transposed into 8 registers: register c holds, at byte h*8 + p,
+// byte k0 + 2c + h of plane p (two 8-plane columns per register).
+inline void columns_of_8_planes(const uint8_t *plane0, int k0, __m128i v[8]) {
+    __m128i r[8], t[8], u[8];
+    for (int p = 0; p < 8; ++p) r[p] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(plane0 + p * kPlaneBytes + k0));
+    for (int p = 0; p < 8; p += 2) {
+        t[p] = _mm_unpacklo_epi8(r[p], r[p + 1]);       // columns 0..7 of planes p, p+1
+        t[p + 1] = _mm_unpackhi_epi8(r[p], r[p + 1]);   // columns 8..15
+    }
+    for (int q = 0; q < 2; ++q) {   // planes 0-3 (q = 0) and 4-7 (q = 1)
+        u[4 * q + 0] = _mm_unpacklo_epi16(t[4 * q + 0], t[4 * q + 2]);   // columns 0..3
+        u[4 * q + 1] = _mm_unpackhi_epi16(t[4 * q + 0], t[4 * q + 2]);   // 4..7
+        u[4 * q + 2] = _mm_unpacklo_epi16(t[4 * q + 1], t[4 * q + 3]);   // 8..11
+        u[4 * q + 3] = _mm_unpackhi_epi16(t[4 * q + 1], t[4 * q + 3]);   // 12..15
+    }
+    for (int g = 0; g < 4; ++g) {
+        v[2 * g] = _mm_unpacklo_epi32(u[g], u[4 + g]);       // columns 4g, 4g+1
+        v[2 * g + 1] = _mm_unpackhi_epi32(u[g], u[4 + g]);   // columns 4g+2, 4g+3
+    }
+}
+}  // namespace
+
+// 128 codes at a time: the plane bytes transposed into columns (byte k of planes 0-7 and of planes 8-15), then
+// _mm_movemask_epi8 collects bit 7 of each column byte, which is the low (high) byte of code 8k+7; adding the
+// register to itself brings the bits of code 8k+6 to the top, and so on.
+void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+    for (int k0 = 0; k0 < kPlaneBytes; k0 += 16) {
+        __m128i lo[8], hi[8];
+        columns_of_8_planes(tile, k0, lo);
+        columns_of_8_planes(tile + 8 * kPlaneBytes, k0, hi);
+        for (int c = 0; c < 8; ++c) {
+            uint16_t *out = codes + 8 * (k0 + 2 * c);   // codes of columns k0+2c (out[0..7]) and k0+2c+1 (out[8..15])
+            for (int b = 7; b >= 0; --b) {
+                const unsigned ml = (unsigned)_mm_movemask_epi8(lo[c]), mh = (unsigned)_mm_movemask_epi8(hi[c]);
+                out[b] = (uint16_t)((ml & 0xFFu) | ((mh & 0xFFu) << 8));
+                out[8 + b] = (uint16_t)((ml >> 8) | (mh & 0xFF00u));
+                lo[c] = _mm_add_epi8(lo[c], lo[c]);
+                hi[c] = _mm_add_epi8(hi[c], hi[c]);
+            }
+        }
+    }
+}
+#else
+void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) { bitunshuffle_tile_portable(tile, codes); }
+#endif
 
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags) {
     std::memset(flags, 0, kTileFlagBytes);
