@@ -80,7 +80,8 @@ struct Carver {
 constexpr int kArenaMain = 0;        // inputs, codes, counts, stream / payload, scan temporaries
 constexpr int kArenaExceptions = 1;  // compress: buffers sized by the exception count, known only mid-call
 constexpr int kArenaRatio = 2;       // the ratio encoder's and decoder's work buffers (ratio_gpu.cuh)
-constexpr int kArenaCount = 3;
+constexpr int kArenaPwRel = 3;       // the point-wise relative mode's buffers, alive around the inner codec's calls
+constexpr int kArenaCount = 4;
 constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 
 struct Context {
