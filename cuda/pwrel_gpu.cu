@@ -23,6 +23,7 @@
 #include <vector>
 #include "decode.cuh"
 #include "encode.cuh"
+#include "host_points.cuh"
 #include "interp_gpu.h"
 #include "pwrel_gpu.h"
 #include "zb_bytes.h"
@@ -310,17 +311,14 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
     ip.has_fill = 0;
     ip.fill_bits = 0;
     uint8_t pred = 0, encd = 0;
-    std::vector<T> h_y;
-    if (choose_on_host) {
-        // The CPU path (api.cpp compress_values) chooses from the values; the interp tuning reads them too.
-        resolve_pipeline(ip, pred, encd);
-        if (ip.predictor == ZB_PRED_AUTO || ip.encoder == ZB_ENC_AUTO || pred == kPredInterp) {
-            h_y.resize((size_t)n);
-            download(c, h_y.data(), b.y, n * sizeof(T), s);
-        }
-        if (!h_y.empty()) choose_pipeline(ip, dtype, h_y.data(), shape, false, nt, pred, encd);
-    } else {
-        resolve_pipeline(ip, pred, encd);
+    resolve_pipeline(ip, pred, encd);
+    if (choose_on_host && (ip.predictor == ZB_PRED_AUTO || ip.encoder == ZB_ENC_AUTO)) {
+        // As the CPU path (api.cpp compress_values): choose_pipeline from the log magnitudes, of which it reads
+        // its sample box only (the inner call is mode ABS).
+        std::vector<uint64_t> idx;
+        choose_pipeline_points(shape, idx);
+        const auto h_pts = points::host_points<T>(c, b.y, n, std::move(idx), s);
+        choose_pipeline(ip, dtype, h_pts.get(), shape, false, nt, pred, encd);
     }
     ip.predictor = pred == kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
     ip.encoder = encd == kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
@@ -332,7 +330,7 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
     size_t inner_len = 0;
     {
         KernelTimer t2(c, s);
-        const T *hy = h_y.empty() ? nullptr : h_y.data();
+        const T *hy = nullptr;  // the interp tuning gathers its sample points from the device (host_points.cuh)
         try {
             inner_len = is_v1_pipeline(pred, encd) ? encode<T>(c, ip, shape, b.y, hy, inner_out, s, t2)
                                                    : v2_encode<T>(c, ip, shape, b.y, hy, inner_out, s, t2);
@@ -344,7 +342,6 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
         }
         *kernel_seconds += t2.seconds();
     }
-    h_y = std::vector<T>();
     Header ih;
     {
         const size_t max_header = kHeaderFixedBytes + 16 * kMaxSegments + 8;
