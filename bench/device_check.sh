@@ -82,8 +82,8 @@ done
     --predictor lorenzo --encoder ratio --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_lorenzo_ratio --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_lorenzo_ratio.err" ||
     echo "bench lorenzo ratio failed: $(tail -2 "$OUT/bench_lorenzo_ratio.err")"
-# The point-wise relative bound (format v5): the log transform and the check on the host, the inner interp + ratio
-# stream on the GPU.
+# The point-wise relative bound (format v5): the log transform, the inner interp + ratio stream, the check and the
+# exceptions all on the GPU.
 "$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \
     --predictor interp --encoder ratio --backend gpu --size-mb 256 --repeat 3 --warmup 1 --label TREFHT_pw_rel \
     --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_pwrel.err" || echo "bench pw_rel failed: $(tail -2 "$OUT/bench_pwrel.err")"

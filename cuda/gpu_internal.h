@@ -80,7 +80,9 @@ struct Carver {
 constexpr int kArenaMain = 0;        // inputs, codes, counts, stream / payload, scan temporaries
 constexpr int kArenaExceptions = 1;  // compress: buffers sized by the exception count, known only mid-call
 constexpr int kArenaRatio = 2;       // the ratio encoder's and decoder's work buffers (ratio_gpu.cuh)
-constexpr int kArenaCount = 3;
+constexpr int kArenaPwRel = 3;       // the point-wise relative mode's buffers, alive around the inner codec's calls
+constexpr int kArenaPoints = 4;      // sample points gathered for the host-side tuning (host_points.cuh)
+constexpr int kArenaCount = 5;
 constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 
 struct Context {

@@ -6,6 +6,7 @@
 #include <new>
 #include "gpu_internal.h"
 #include "interp_gpu.h"
+#include "pwrel_gpu.h"
 #include "zb_cpu.h"
 #include "zb_gpu_ops.h"
 
@@ -142,10 +143,21 @@ zb_status compress_device(const zb_params &user_p, zb_dtype dtype, const void *d
         msg = "device source array is not aligned to its value size";
         return ZB_ERR_INVALID_ARG;
     }
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (user_p.mode == ZB_MODE_PW_REL) {
+        return guarded(msg, &s, [&]() -> zb_status {
+            gpu::Context &c = gpu::context();
+            std::lock_guard<std::mutex> lock(c.mu);
+            const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
+            double kernel = 0;
+            *dst_len = gpu::pwrel_encode(c, user_p, dtype, shape, d_src, nullptr, out, false, s, &kernel);
+            fill_stats(stats, kernel, t0, (size_t)shape.n * vb, *dst_len);
+            return ZB_OK;
+        });
+    }
     bool v2 = false;
     zb_params p;
     if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
         std::lock_guard<std::mutex> lock(c.mu);
@@ -184,16 +196,18 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
         ZB_CUDA(cudaStreamSynchronize(s));
         Header h;
         if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
-        if (h.version == kFormatVersionV5) {
-            msg = "point-wise relative streams decode from host buffers (zb_decompress) in this version";
-            return ZB_ERR_UNSUPPORTED;
-        }
         if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
         const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
         if (dst_capacity < out_bytes) {
             msg = "destination holds " + std::to_string(dst_capacity) + " bytes, the stream decodes to " +
                   std::to_string(out_bytes);
             return ZB_ERR_BUFFER_TOO_SMALL;
+        }
+        if (h.version == kFormatVersionV5) {
+            double kernel = 0;
+            gpu::pwrel_decode(c, h, d_src, true, d_dst, true, true, s, &kernel);
+            fill_stats(stats, kernel, t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
+            return ZB_OK;
         }
         const uint8_t *payload = d_src + h.header_bytes();
         if (h.version != kFormatVersionV1) {
@@ -209,7 +223,43 @@ zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, s
     });
 }
 
-const GpuOps kOps = {available, compress_host, decompress_host, compress_device, decompress_device};
+zb_status pwrel_compress_host(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, void *dst,
+                              size_t dst_capacity, size_t *dst_len, zb_run_stats *stats, std::string &msg) {
+    const double t0 = now_seconds();
+    if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
+    cudaStream_t s = nullptr;
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        s = c.stream;
+        const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
+        double kernel = 0;
+        *dst_len = gpu::pwrel_encode(c, p, dtype, shape, nullptr, src, out, true, s, &kernel);
+        fill_stats(stats, kernel, t0, (size_t)shape.n * (dtype == ZB_F64 ? 8 : 4), *dst_len);
+        return ZB_OK;
+    });
+}
+
+zb_status pwrel_decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run_stats *stats,
+                                std::string &msg) {
+    const double t0 = now_seconds();
+    if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
+    cudaStream_t s = nullptr;
+    return guarded(msg, &s, [&]() -> zb_status {
+        gpu::Context &c = gpu::context();
+        std::lock_guard<std::mutex> lock(c.mu);
+        s = c.stream;
+        double kernel = 0;
+        // The payload checksum was verified by read_header on the host.
+        gpu::pwrel_decode(c, h, src, false, dst, false, false, s, &kernel);
+        fill_stats(stats, kernel, t0, h.header_bytes() + (size_t)h.payload_bytes(),
+                   (size_t)h.shape.n * h.value_bytes());
+        return ZB_OK;
+    });
+}
+
+const GpuOps kOps = {available,         compress_host,       decompress_host,      compress_device,
+                     decompress_device, pwrel_compress_host, pwrel_decompress_host};
 
 }  // namespace
 

@@ -11,7 +11,8 @@
 //
 // Encode (device memory throughout; "sync" = the host waits for the stream):
 //   k_range (interp always: interp_tune needs the finite range for alpha; Lorenzo for REL only) -> sync
-//   interp: zb::interp_tune on the host from sample points (from the host copy; the device API copies the array)
+//   interp: zb::interp_tune on the host from sample points (from the host copy; for a device array the points
+//     zb::interp_tune_points lists are gathered on the device and copied, host_points.cuh)
 //   k_anchor_quant: dual-quant of the lattice points -> lattice integers, recon (interp), mask bits
 //   k_anchor_delta: integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000 / 0), escape flags; CUB scan
 //   interp, per level (stride 4, 2, 1) and pass (dim order[0..2]): k_pass_encode, one thread per point of the pass:
@@ -35,6 +36,7 @@
 #include <memory>
 #include "decode.cuh"
 #include "encode.cuh"
+#include "host_points.cuh"
 #include "interp_gpu.h"
 #include "ratio_gpu.cuh"
 #include "zb_bytes.h"
@@ -530,24 +532,25 @@ inline double host_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// zb::interp_tune on the host: from h_x when the caller has a host copy, else from a copy of the device array x
-// (the tuning reads sample points all over the array).
+// zb::interp_tune on the host: from h_x when the caller has a host copy, else from the sample points it reads
+// (zb::interp_tune_points) gathered from the device array x.
 template <typename T>
 InterpParams tune_on_host(Context &c, const Shape &shape, const T *x, const T *h_x, double eb, double range,
                           const zb_params &p, uint8_t encoder, cudaStream_t s) {
     const double t_tune = host_seconds();
-    std::unique_ptr<T[]> host_copy;
+    std::unique_ptr<T[], points::FreeDeleter> host_copy;
     const T *hx = h_x;
     if (!hx) {
-        host_copy.reset(new T[shape.n]);
-        download(c, host_copy.get(), x, shape.n * sizeof(T), s);
+        std::vector<uint64_t> idx;
+        interp_tune_points(shape, idx);
+        host_copy = points::host_points<T>(c, x, shape.n, std::move(idx), s);
         hx = host_copy.get();
     }
     const InterpParams ip = interp_tune(hx, shape, eb, range, p.has_fill, p.fill_bits, encoder);
     static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
     if (print_timing)
         std::fprintf(stderr, "zbound gpu timing: interp tune on the host %.3f ms%s\n", (host_seconds() - t_tune) * 1e3,
-                     h_x ? "" : " (device array copied to the host)");
+                     h_x ? "" : " (sample points copied from the device)");
     return ip;
 }
 

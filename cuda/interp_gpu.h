@@ -10,7 +10,7 @@ namespace gpu {
 // Compresses like encode() (same arguments), with the predictor and encoder of p, which the caller resolved
 // (p.predictor ZB_PRED_INTERP or ZB_PRED_LORENZO, p.encoder ZB_ENC_FAST or ZB_ENC_RATIO): writes the same bytes as
 // zb::cpu_compress_v2(p, pred, enc, ...). The interp tuning (zb::interp_tune) runs on the host: from h_x when the
-// caller has a host copy, else from a copy of the device array.
+// caller has a host copy, else from its sample points gathered from the device array.
 template <typename T>
 size_t v2_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
                  const StreamTarget &out, cudaStream_t s, KernelTimer &timer);

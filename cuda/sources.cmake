@@ -15,6 +15,7 @@ add_library(zbound_cuda_obj OBJECT
   decode_f64.cu
   interp_f32.cu
   interp_f64.cu
+  pwrel_gpu.cu
 )
 target_include_directories(zbound_cuda_obj PUBLIC ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_SOURCE_DIR}/core/internal)
 target_include_directories(zbound_cuda_obj PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

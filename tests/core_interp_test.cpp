@@ -5,6 +5,7 @@
 #include <random>
 #include "test_util.h"
 #include "zb_bytes.h"
+#include "zb_cpu.h"
 #include "zb_crc32c.h"
 #include "zb_format.h"
 #include "zb_interp.h"
@@ -302,5 +303,49 @@ TEST(Interp, CorruptionIsAnErrorNeverACrash) {
     }
     }
 }
+
+// The GPU path tunes from a host copy that holds only interp_tune_points / choose_pipeline_points (the rest of the
+// array stays on the device): the tuning and the pipeline choice on such a copy must equal those on the whole array,
+// whatever the values elsewhere.
+template <typename T> void tune_points_cover_every_read() {
+    const std::vector<std::vector<size_t>> shapes = {{7},        {5000},      {100003},    {17, 31},   {300, 200},
+                                                     {1, 4099},  {4099, 1},   {9, 10, 11}, {64, 64, 64}, {3, 5, 4097},
+                                                     {33, 70, 9}, {2, 3, 5, 7}};
+    uint32_t seed = 1;
+    for (const auto &dims : shapes) {
+        auto x = zbt::smooth_field<T>(dims, 0.02, seed++, 1.0);
+        for (size_t i = 0; i < x.size(); i += 37) x[i] = std::numeric_limits<T>::quiet_NaN();
+        zb::Shape s;
+        ASSERT_TRUE(zb::fold_shape((int)dims.size(), dims.data(), s));
+        std::vector<uint64_t> idx, cidx;
+        zb::interp_tune_points(s, idx);
+        zb::choose_pipeline_points(s, cidx);
+        for (T sentinel : {(T)1e30, (T)-7.5, std::numeric_limits<T>::infinity()}) {
+            std::vector<T> m(x.size(), sentinel), cm(x.size(), sentinel);
+            for (uint64_t i : idx) m[(size_t)i] = x[(size_t)i];
+            for (uint64_t i : cidx) cm[(size_t)i] = x[(size_t)i];
+            for (uint8_t enc : {zb::kEncFast, zb::kEncRatio})
+                for (double eb : {1e-2, 1e-4}) {
+                    const zb::InterpParams a = zb::interp_tune(x.data(), s, eb, 2.0, 0, 0, enc);
+                    const zb::InterpParams b = zb::interp_tune(m.data(), s, eb, 2.0, 0, 0, enc);
+                    EXPECT_EQ(std::memcmp(a.order, b.order, 3), 0) << s.n;
+                    EXPECT_EQ(std::memcmp(a.natural, b.natural, 3), 0) << s.n;
+                    EXPECT_EQ(a.alpha, b.alpha) << s.n;
+                }
+            zb_params p = zb_params_default();
+            p.mode = ZB_MODE_ABS;
+            p.bound = 1e-3;
+            p.predictor = ZB_PRED_AUTO;
+            p.encoder = ZB_ENC_AUTO;
+            uint8_t pa, ea, pb, eb2;
+            zb::choose_pipeline(p, zbt::dtype_of<T>(), x.data(), s, false, 2, pa, ea);
+            zb::choose_pipeline(p, zbt::dtype_of<T>(), cm.data(), s, false, 2, pb, eb2);
+            EXPECT_EQ(pa, pb) << s.n;
+            EXPECT_EQ(ea, eb2) << s.n;
+        }
+    }
+}
+TEST(Interp, TunePointsCoverEveryReadF32) { tune_points_cover_every_read<float>(); }
+TEST(Interp, TunePointsCoverEveryReadF64) { tune_points_cover_every_read<double>(); }
 
 }  // namespace

@@ -199,8 +199,11 @@ TEST(PwRel, BufferTooSmallAndDeviceBuffersAreClearErrors) {
         EXPECT_EQ(zb_compress(&p, ZB_F32, v.data(), 1, dims.data(), tiny.data(), cap, &len, nullptr),
                   ZB_ERR_BUFFER_TOO_SMALL) << cap;
     }
-    EXPECT_NE(zb_compress_device(&p, ZB_F32, v.data(), 1, dims.data(), small.data(), small.size(), &len, nullptr,
-                                 nullptr), ZB_OK);
+    // The device API takes pw_rel too (gpu_device_api_test.cpp); without a usable GPU it is a clean error.
+    if (!zb_gpu_available()) {
+        EXPECT_NE(zb_compress_device(&p, ZB_F32, v.data(), 1, dims.data(), small.data(), small.size(), &len, nullptr,
+                                     nullptr), ZB_OK);
+    }
 }
 
 TEST(PwRel, CorruptAndTruncatedStreamsAreErrors) {

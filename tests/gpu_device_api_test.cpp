@@ -1,7 +1,11 @@
 // The device-pointer API: zb_compress_device / zb_decompress_device give the CPU's bytes and values, on the default
 // stream and on a caller's stream, with unaligned stream buffers, raw passthrough, and errors for small buffers,
-// truncated and corrupted streams; for the Lorenzo predictor with the fast encoder (v1) and the ratio encoder (v2/v4).
+// truncated and corrupted streams; for the Lorenzo predictor with the fast encoder (v1) and the ratio encoder (v2/v4),
+// and for the point-wise relative bound (format v5, every value checked against pw * |x|).
+#include <cmath>
+#include <limits>
 #include "gpu_test_util.h"
+#include "zb_bytes.h"
 #if ZBOUND_TEST_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -51,6 +55,16 @@ void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, con
     CUDA_OK(cudaMemcpy(dec.data(), out.p + misalign, vbytes, cudaMemcpyDeviceToHost));
     const size_t d = gput::first_value_difference(ref_out, dec);
     EXPECT_EQ(d, data.size()) << "device decode differs from the CPU's at value " << d;
+    if (p.mode == ZB_MODE_PW_REL) {
+        T fill{};
+        const uint64_t fb = p.fill_bits;
+        std::memcpy(&fill, &fb, sizeof(T));
+        EXPECT_EQ(zbt::count_pw_violations(data, dec, p.bound, p.has_fill != 0, fill), 0u);
+        // The CPU decodes the device's stream (equal to its own) into the same values, the GPU the CPU's.
+        std::vector<T> host_dec(data.size());
+        ASSERT_EQ(zb_decompress(got.data(), got.size(), host_dec.data(), vbytes, ZB_BACKEND_GPU, nullptr), ZB_OK);
+        EXPECT_EQ(gput::first_value_difference(ref_out, host_dec), data.size());
+    }
 
     // Errors: capacity, destination size, truncation, a corrupted payload (the GPU checks the payload checksum).
     EXPECT_EQ(zb_compress_device(&p, zbt::dtype_of<T>(), src.p, (int)dims.size(), dims.data(), stream_buf.p, len - 1,
@@ -98,6 +112,114 @@ template <typename T> void device_api(zb_encoder encoder) {
     tight.bound = 1e-9;
     round_trip(zbt::smooth_field<T>(d2, 1.0, 4, 0.0), d2, tight, user, 0, "noise (raw passthrough)");
     EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
+}
+
+// The point-wise relative bound through the device API: the CPU's bytes (explicit pipelines: the device API
+// resolves AUTO without looking at the data), values within pw * |x|, specials and signs exact.
+template <typename T> void device_api_pw_rel() {
+    cudaStream_t user = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
+    const T fill = (T)-9999.9;
+    const std::vector<size_t> d2{513, 1025}, d3{17, 33, 65}, d1{100003};
+    auto hard = [&](const std::vector<size_t> &dims, uint32_t seed) {
+        auto v = zbt::smooth_field<T>(dims, 0.01, seed);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = (T)(v[i] * std::pow(10.0, 6.0 * std::sin(0.001 * (double)i)));
+        for (size_t i = 0; i < v.size(); i += 97) v[i] = 0;
+        for (size_t i = 13; i < v.size(); i += 389) v[i] = -T(0);
+        for (size_t i = 5; i < v.size(); i += 1001) v[i] = std::numeric_limits<T>::quiet_NaN();
+        for (size_t i = 6; i < v.size(); i += 2003) v[i] = -std::numeric_limits<T>::infinity();
+        for (size_t i = 7; i < v.size(); i += 3001) v[i] = std::numeric_limits<T>::denorm_min() * (T)(i % 100);
+        for (size_t i = 2000; i < v.size() && i < 2100; ++i) v[i] = fill;
+        v[1] = std::numeric_limits<T>::max();
+        return v;
+    };
+    const std::pair<zb_predictor, zb_encoder> pipelines[] = {
+        {ZB_PRED_INTERP, ZB_ENC_RATIO}, {ZB_PRED_LORENZO, ZB_ENC_FAST}, {ZB_PRED_INTERP, ZB_ENC_FAST}};
+    uint32_t seed = 40;
+    for (const auto &pipe : pipelines)
+        for (double pw : {1e-3, 1e-6}) {
+            zb_params p = zb_params_default();
+            p.mode = ZB_MODE_PW_REL;
+            p.bound = pw;
+            p.predictor = pipe.first;
+            p.encoder = pipe.second;
+            p.has_fill = 1;
+            p.fill_bits = zbt::bits(fill);
+            const std::string what = "pw " + std::to_string(pw) + " pipeline " + std::to_string(pipe.first) + "/" +
+                                     std::to_string(pipe.second);
+            round_trip(hard(d2, seed++), d2, p, nullptr, 0, what + " 2D, default stream");
+            round_trip(hard(d3, seed++), d3, p, user, 3, what + " 3D, user stream, unaligned buffers");
+            round_trip(hard(d1, seed++), d1, p, user, 1, what + " 1D");
+            if (::testing::Test::HasFatalFailure()) break;
+        }
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_PW_REL;
+    p.bound = 1e-2;
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_RATIO;
+    round_trip(zbt::smooth_field<T>({5}, 0.0, 3, 1.0), {5}, p, user, 1, "5 values (raw passthrough)");
+    p.bound = 0;
+    round_trip(zbt::smooth_field<T>(d3, 0.0, 3, 1.0), d3, p, user, 0, "pw 0 (raw passthrough)");
+    EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
+}
+
+TEST(GpuDeviceApi, PointWiseRelativeF32) {
+    ZB_REQUIRE_GPU();
+    device_api_pw_rel<float>();
+}
+
+TEST(GpuDeviceApi, PointWiseRelativeF64) {
+    ZB_REQUIRE_GPU();
+    device_api_pw_rel<double>();
+}
+
+// AUTO pipelines through the device API: a v5 stream any decoder reads within the bound; corrupted payloads are
+// ZB_ERR_CORRUPT on the device like on the host.
+TEST(GpuDeviceApi, PointWiseRelativeAutoAndCorrupt) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> dims{300, 200};
+    auto v = zbt::smooth_field<float>(dims, 0.01, 9);
+    for (size_t i = 0; i < v.size(); i += 7) v[i] = -v[i] * 1e-5f;
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_PW_REL;
+    p.bound = 1e-3;
+    const size_t vbytes = v.size() * 4, cap = zb_compress_bound(ZB_F32, v.size());
+    DevBuf src(vbytes), sbuf(cap), out(vbytes);
+    CUDA_OK(cudaMemcpy(src.p, v.data(), vbytes, cudaMemcpyHostToDevice));
+    size_t len = 0;
+    ASSERT_EQ(zb_compress_device(&p, ZB_F32, src.p, 2, dims.data(), sbuf.p, cap, &len, nullptr, nullptr), ZB_OK)
+        << zb_last_error();
+    std::vector<uint8_t> got(len);
+    CUDA_OK(cudaMemcpy(got.data(), sbuf.p, len, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(zb::get_u16(got.data() + 4), 5);
+    std::vector<float> host_out(v.size()), dev_out(v.size());
+    ASSERT_EQ(zb_decompress(got.data(), got.size(), host_out.data(), vbytes, ZB_BACKEND_CPU, nullptr), ZB_OK);
+    EXPECT_EQ(zbt::count_pw_violations(v, host_out, 1e-3), 0u);
+    ASSERT_EQ(zb_decompress_device(sbuf.p, len, out.p, vbytes, nullptr, nullptr), ZB_OK) << zb_last_error();
+    CUDA_OK(cudaMemcpy(dev_out.data(), out.p, vbytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(gput::first_value_difference(host_out, dev_out), v.size());
+    zb::Header h;
+    std::string why;
+    ASSERT_EQ(zb::read_header(got.data(), got.size(), h, why), ZB_OK);
+    const size_t hb = h.header_bytes();
+    // Payload bytes (checksum), the parameters and a sign flag (checksums fixed up): CORRUPT on both sides.
+    std::vector<std::vector<uint8_t>> bad;
+    for (size_t off : {hb + 1, hb + 300, got.size() / 2, got.size() - 1}) {
+        bad.push_back(got);
+        bad.back()[off] ^= 0x04;
+    }
+    for (size_t off : {hb, hb + 4}) {
+        bad.push_back(got);
+        bad.back()[off] ^= 0x02;
+        zbt::reseal(bad.back());
+    }
+    for (const auto &b : bad) {
+        const zb_status sc = zb_decompress(b.data(), b.size(), host_out.data(), vbytes, ZB_BACKEND_CPU, nullptr);
+        EXPECT_EQ(sc, ZB_ERR_CORRUPT);
+        CUDA_OK(cudaMemcpy(sbuf.p, b.data(), b.size(), cudaMemcpyHostToDevice));
+        EXPECT_EQ(zb_decompress_device(sbuf.p, b.size(), out.p, vbytes, nullptr, nullptr), ZB_ERR_CORRUPT)
+            << zb_last_error();
+    }
 }
 
 TEST(GpuDeviceApi, RoundTripF32) {

@@ -8,6 +8,8 @@
 #include <random>
 #include <thread>
 #include "gpu_test_util.h"
+#include "zb_bytes.h"
+#include "zb_crc32c.h"
 
 namespace {
 
@@ -117,8 +119,9 @@ TEST(GpuParity, SpecialValuesF64) { specials<double>(); }
 TEST(GpuParity, LorenzoRatioSpecialValuesF32) { RatioScope r; specials<float>(); }
 TEST(GpuParity, LorenzoRatioSpecialValuesF64) { RatioScope r; specials<double>(); }
 
-// The point-wise relative mode (format v5): the inner stream of log magnitudes runs on the GPU, the transform and
-// the check on the host; the bytes and the decoded values must be the CPU's.
+// The point-wise relative mode (format v5): on the GPU the log transform, the inner stream of log magnitudes, its
+// decoding, the per-value check and the exceptions all run on the device; the bytes and the decoded values must be
+// the CPU's.
 template <typename T> void point_wise_relative() {
     ZB_REQUIRE_GPU();
     const T fill = (T)-9999.9;
@@ -142,6 +145,211 @@ template <typename T> void point_wise_relative() {
 }
 TEST(GpuParity, PointWiseRelativeF32) { point_wise_relative<float>(); }
 TEST(GpuParity, PointWiseRelativeF64) { point_wise_relative<double>(); }
+
+// A field of both signs over many decades with zeros of both signs, NaN, +-Inf, subnormals, the largest and the
+// smallest normal value and a run of fill values (core_pwrel_test's hard field).
+template <typename T> std::vector<T> pw_hard_field(const Dims &dims, T fill, uint32_t seed) {
+    auto v = zbt::smooth_field<T>(dims, 0.01, seed);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = (T)(v[i] * std::pow(10.0, 6.0 * std::sin(0.001 * (double)i)));
+    for (size_t i = 0; i < v.size(); i += 97) v[i] = 0;
+    for (size_t i = 13; i < v.size(); i += 389) v[i] = -T(0);
+    for (size_t i = 500; i < v.size() && i < 900; ++i) v[i] = 0;
+    const T sp[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                    -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::denorm_min(),
+                    -std::numeric_limits<T>::denorm_min() * 3, std::numeric_limits<T>::max(),
+                    -std::numeric_limits<T>::max(), std::numeric_limits<T>::min()};
+    for (size_t k = 0; k < 8 && 7 + k < v.size(); ++k) v[7 + k] = sp[k];
+    for (size_t i = 2000; i < v.size() && i < 2100; ++i) v[i] = fill;
+    return v;
+}
+
+// Subnormals and tiny normal values: the exact check stores some of them (the bound misses).
+template <typename T> std::vector<T> pw_subnormals(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<T> v(n);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = std::numeric_limits<T>::denorm_min() * (T)(1 + rng() % 4000) * (i % 3 ? 1 : -1);
+    for (size_t i = n / 3; i < 2 * n / 3; ++i) v[i] = (T)(1e-30 * std::sin(0.01 * (double)i));
+    return v;
+}
+
+size_t pw_specials(const std::vector<float> &v, bool has_fill, float fill) {
+    size_t k = 0;
+    for (float x : v) k += !std::isfinite(x) || x == 0 || (has_fill && zbt::bits(x) == zbt::bits(fill));
+    return k;
+}
+size_t pw_specials(const std::vector<double> &v, bool has_fill, double fill) {
+    size_t k = 0;
+    for (double x : v) k += !std::isfinite(x) || x == 0 || (has_fill && zbt::bits(x) == zbt::bits(fill));
+    return k;
+}
+
+// Edge cases of the point-wise mode: single values, all-special arrays, blocks of 4096 without a regular value
+// (the fill-forward's empty blocks), subnormals, +-max, ranks 1 to 3, bounds 1e-12 .. 2, every pipeline (AUTO
+// included: the GPU path chooses the inner pipeline from the log magnitudes like the CPU). Some cases must store
+// values that miss the bound (more exceptions than special values).
+template <typename T> void point_wise_edges() {
+    ZB_REQUIRE_GPU();
+    const T nan = std::numeric_limits<T>::quiet_NaN(), fill = (T)-9999.9;
+    struct Case {
+        std::string name;
+        Dims dims;
+        std::vector<T> v;
+        bool fill;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"one value", {1}, {(T)1.5}, false});
+    cases.push_back({"one negative zero", {1}, {(T)-0.0}, false});
+    cases.push_back({"one max", {1}, {-std::numeric_limits<T>::max()}, false});
+    cases.push_back({"zeros", {7}, std::vector<T>(7, (T)0), false});
+    cases.push_back({"mixed", {7}, {nan, nan, 1, -1, 0, (T)-0.0, 3}, false});
+    cases.push_back({"constant", {1000}, std::vector<T>(1000, (T)-2.5), false});
+    cases.push_back({"all nan", {5000}, std::vector<T>(5000, nan), false});
+    {
+        // Block 0 all NaN, block 1 regular from its middle on, block 2 all zeros, block 3 the fill value, then a
+        // partial block with one regular value at its end.
+        std::vector<T> v(4 * 4096 + 77, nan);
+        for (size_t i = 4096 + 2000; i < 2 * 4096; ++i) v[i] = (T)(1.0 + 1e-3 * (double)i) * (i % 5 ? 1 : -1);
+        for (size_t i = 2 * 4096; i < 3 * 4096; ++i) v[i] = (T)((i % 2) ? 0.0 : -0.0);
+        for (size_t i = 3 * 4096; i < 4 * 4096; ++i) v[i] = fill;
+        v.back() = (T)1e-20;
+        cases.push_back({"empty blocks", {v.size()}, v, true});
+    }
+    cases.push_back({"subnormals", {3000}, pw_subnormals<T>(3000, 11), false});
+    cases.push_back({"hard 1D", {20011}, pw_hard_field<T>({20011}, fill, 3), true});
+    cases.push_back({"hard 2D", {123, 457}, pw_hard_field<T>({123, 457}, fill, 4), true});
+    cases.push_back({"hard 3D", {17, 19, 231}, pw_hard_field<T>({17, 19, 231}, fill, 5), true});
+    const std::pair<zb_predictor, zb_encoder> pipelines[] = {{ZB_PRED_AUTO, ZB_ENC_AUTO},
+                                                             {ZB_PRED_INTERP, ZB_ENC_RATIO},
+                                                             {ZB_PRED_LORENZO, ZB_ENC_FAST},
+                                                             {ZB_PRED_LORENZO, ZB_ENC_RATIO}};
+    size_t with_misses = 0;
+    for (const Case &c : cases)
+        for (double b : {1e-12, 1e-6, 1e-3, 0.3, 2.0})
+            for (const auto &pipe : pipelines) {
+                zb_params p = zb_params_default();
+                p.mode = ZB_MODE_PW_REL;
+                p.bound = b;
+                p.predictor = pipe.first;
+                p.encoder = pipe.second;
+                p.has_fill = c.fill ? 1 : 0;
+                p.fill_bits = c.fill ? zbt::bits(fill) : 0;
+                gput::expect_parity(c.v, c.dims, p,
+                                    name_of(("pw_rel " + c.name).c_str(), c.dims, p) + " pipeline " +
+                                        std::to_string(pipe.first) + "/" + std::to_string(pipe.second));
+                if (::testing::Test::HasFatalFailure()) return;
+                const zbt::Stream s = gput::compress_on(ZB_BACKEND_GPU, c.v, c.dims, p);
+                zb_stream_info info{};
+                ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+                if (info.format_version == 5 && info.exceptions > pw_specials(c.v, c.fill, fill)) ++with_misses;
+            }
+    std::printf("point-wise edge cases with values that miss the bound: %zu\n", with_misses);
+    EXPECT_GT(with_misses, 0u) << "no case stored a value that misses the bound";
+}
+TEST(GpuParity, PointWiseRelativeEdgesF32) { point_wise_edges<float>(); }
+TEST(GpuParity, PointWiseRelativeEdgesF64) { point_wise_edges<double>(); }
+
+// Corrupted v5 streams: the GPU decoder answers like the CPU's (ZB_ERR_CORRUPT for what the structure checks
+// catch), never crashes, and where both decode, both give the same values.
+template <typename T> void point_wise_corrupt() {
+    ZB_REQUIRE_GPU();
+    const Dims dims{29, 701};  // n % 8 == 1: the last sign byte has bits past the end
+    const T fill = (T)-9999.9;
+    const auto v = pw_hard_field<T>(dims, fill, 7);
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_PW_REL;
+    p.bound = 1e-2;
+    p.predictor = ZB_PRED_INTERP;
+    p.encoder = ZB_ENC_RATIO;
+    p.has_fill = 1;
+    p.fill_bits = zbt::bits(fill);
+    const zbt::Stream s = gput::compress_on(ZB_BACKEND_CPU, v, dims, p);
+    ASSERT_EQ(s.status, ZB_OK);
+    ASSERT_EQ(zb::get_u16(s.bytes.data() + 4), 5);
+    zb::Header h;
+    std::string why;
+    ASSERT_EQ(zb::read_header(s.bytes.data(), s.bytes.size(), h, why), ZB_OK);
+    ASSERT_GT(h.exceptions, 0u);
+    ASSERT_GT(h.seg[zb::kPwSegSignBlocks].length, 0u);
+    std::vector<T> a(v.size()), b(v.size());
+    size_t mismatched = 0, cases = 0;
+    auto both = [&](const std::vector<uint8_t> &t, const std::string &what, bool must_be_corrupt) {
+        ++cases;
+        const zb_status sc = zb_decompress(t.data(), t.size(), a.data(), a.size() * sizeof(T), ZB_BACKEND_CPU, nullptr);
+        const zb_status sg = zb_decompress(t.data(), t.size(), b.data(), b.size() * sizeof(T), ZB_BACKEND_GPU, nullptr);
+        if (must_be_corrupt) {
+            EXPECT_EQ(sc, ZB_ERR_CORRUPT) << what;
+            EXPECT_EQ(sg, ZB_ERR_CORRUPT) << what << ": " << zb_last_error();
+        }
+        EXPECT_TRUE(sg != ZB_ERR_GPU && sg != ZB_ERR_INTERNAL && sg != ZB_ERR_UNSUPPORTED) << what << ": " << sg;
+        if (sc != sg) ++mismatched;
+        if (sc == ZB_OK && sg == ZB_OK) {
+            EXPECT_EQ(gput::first_value_difference(a, b), a.size()) << what;
+        }
+    };
+    const size_t hb = h.header_bytes();
+    for (size_t bit = 0; bit < s.bytes.size() * 8; bit += 61) {
+        auto t = s.bytes;
+        t[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        both(t, "bit " + std::to_string(bit), bit / 8 >= hb);  // the payload checksum (header bits: other errors)
+    }
+    for (size_t len : {(size_t)10, (size_t)200, s.bytes.size() / 2, s.bytes.size() - 1}) {
+        auto t = s.bytes;
+        t.resize(len);
+        const zb_status sc = zb_decompress(t.data(), t.size(), a.data(), a.size() * sizeof(T), ZB_BACKEND_CPU, nullptr);
+        const zb_status sg = zb_decompress(t.data(), t.size(), b.data(), b.size() * sizeof(T), ZB_BACKEND_GPU, nullptr);
+        EXPECT_NE(sg, ZB_OK) << "length " << len;
+        EXPECT_EQ(sc, sg) << "length " << len;
+    }
+    for (size_t off = hb; off < hb + 8; ++off) {  // the parameters, checksums fixed up
+        auto t = s.bytes;
+        t[off] ^= 0x40;
+        zbt::reseal(t);
+        both(t, "parameter byte " + std::to_string(off), true);
+    }
+    for (size_t off : {(size_t)4, (size_t)8, (size_t)9, (size_t)10, (size_t)11, (size_t)12, (size_t)32}) {
+        auto t = s.bytes;  // the inner header (its own checksums fixed too): it no longer matches the container
+        uint8_t *inner = t.data() + hb + 8;
+        inner[off] ^= 0x01;
+        const int nseg = zb::get_u16(inner + 14);
+        const size_t ihb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
+        zb::put_u32(inner + ihb - 4, zb::crc32c(inner, ihb - 4));
+        zbt::reseal(t);
+        both(t, "inner header byte " + std::to_string(off), true);
+    }
+    {
+        // Sign flags: a set flag for a block that is not stored, and a cleared one.
+        const size_t f = hb + (size_t)h.seg[zb::kPwSegSignFlags].offset;
+        for (size_t k = 0; k < (size_t)h.seg[zb::kPwSegSignFlags].length; ++k)
+            for (int bit = 0; bit < 8; bit += 3) {
+                auto t = s.bytes;
+                t[f + k] ^= (uint8_t)(1u << bit);
+                zbt::reseal(t);
+                both(t, "sign flag byte " + std::to_string(k) + " bit " + std::to_string(bit), false);
+            }
+        // The last stored sign block: a bit past the last value (byte 13 of block 158 holds value 20328 in bit 0),
+        // and its padding bytes.
+        const size_t last_block = hb + (size_t)h.seg[zb::kPwSegSignBlocks].offset +
+                                  (size_t)h.seg[zb::kPwSegSignBlocks].length - 16;
+        for (size_t k : {(size_t)13, (size_t)14, (size_t)15}) {
+            auto t = s.bytes;
+            t[last_block + k] |= 0x80;
+            zbt::reseal(t);
+            both(t, "last sign block byte " + std::to_string(k), false);
+        }
+    }
+    std::mt19937 rng(5);
+    for (int k = 0; k < 300; ++k) {
+        auto t = s.bytes;
+        t[hb + rng() % (t.size() - hb)] ^= (uint8_t)(1u << (rng() % 8));
+        zbt::reseal(t);
+        both(t, "random flip " + std::to_string(k), false);
+    }
+    std::printf("corrupted v5 streams: %zu cases, CPU and GPU status differ in %zu\n", cases, mismatched);
+    EXPECT_EQ(mismatched, 0u);
+}
+TEST(GpuParity, PointWiseRelativeCorruptF32) { point_wise_corrupt<float>(); }
+TEST(GpuParity, PointWiseRelativeCorruptF64) { point_wise_corrupt<double>(); }
 
 // Values the quantizer cannot hold: |x| / (2 eb) beyond 2^30, and values just around that limit.
 template <typename T> void outliers() {

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 #include "zb_format.h"
 #include "zbound.h"
 
@@ -39,6 +40,9 @@ inline bool is_v1_pipeline(uint8_t predictor, uint8_t encoder) {
 // depend on the backend, so that the CPU and the GPU write the same bytes.
 void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int threads,
                      uint8_t &predictor, uint8_t &encoder);
+// The linear indices of every value choose_pipeline reads for a mode-ABS call (its sample box), appended to idx: the
+// GPU path copies only these to the host when the array lives on the device (core_interp_test checks the list).
+void choose_pipeline_points(const Shape &s, std::vector<uint64_t> &idx);
 
 // Format-v2 pipelines (core/src/pipeline_v2.cpp). tune_alpha false keeps the interp predictor's default alpha (the
 // auto chooser's samples: tuning them would cost more than the compression they choose for).

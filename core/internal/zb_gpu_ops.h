@@ -25,6 +25,15 @@ struct GpuOps {
                                  zb_run_stats *stats, std::string &msg);
     zb_status (*decompress_device)(const uint8_t *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
                                    void *stream, zb_run_stats *stats, std::string &msg);
+    // The point-wise relative mode (format v5) from and to host memory, transform and check on the device: the
+    // same bytes as core's pwrel_compress (the inner pipeline chosen from the log magnitudes like zb_compress's
+    // CPU path), and pwrel_decompress of a stream whose header (and payload checksum) read_header validated.
+    // (compress_device and decompress_device take format v5 too.)
+    zb_status (*pwrel_compress_host)(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape,
+                                     void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats,
+                                     std::string &msg);
+    zb_status (*pwrel_decompress_host)(const Header &h, const uint8_t *src, void *dst, zb_run_stats *stats,
+                                       std::string &msg);
 };
 
 // nullptr when this build has no CUDA backend.

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include "zb_hd.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
@@ -126,6 +127,14 @@ double interp_alpha(double eps);
 template <typename T>
 InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
                          uint8_t encoder, bool tune_alpha = true);
+
+// The linear indices of every value interp_tune (with tune_alpha) may read, in some order with repeats: the GPU path
+// copies only these to the host when the array lives on the device. Must list every read of interp_tune and
+// interp_tune_alpha (core_interp_test checks it: the tuning on a copy holding only these values is the same).
+void interp_tune_points(const Shape &s, std::vector<uint64_t> &idx);
+
+// The part of interp_tune_points that interp_tune_alpha reads (its sample boxes), appended to idx.
+void interp_tune_alpha_points(const Shape &s, std::vector<uint64_t> &idx);
 
 // Sets alpha and the level bounds e_l = eb / alpha^l (computed by repeated division, l = 0 .. kInterpLevels).
 void interp_set_alpha(InterpParams &ip, double eb, double alpha);

@@ -11,6 +11,9 @@
 
 namespace zb {
 
+// Header of a v5 stream (nine segments) plus its parameters: where the inner stream starts.
+constexpr size_t kPwRelInnerOffset = kHeaderFixedBytes + 16 * kPwRelSegmentCount + 8 + kPwRelParamBytes;
+
 // How the inner stream is made and read: the API's compress and decompress with its backend choice (the GPU when
 // it is used). Both return a status and leave the reason in zb_last_error().
 struct PwRelInnerCodec {

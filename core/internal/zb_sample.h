@@ -32,4 +32,7 @@ template <typename T> std::vector<T> gather(const T *x, const Shape &s, const Sh
     return out;
 }
 
+// Appends the linear indices of the values of box b (as gather reads them) to idx.
+void box_points(const Shape &s, const Shape &b, const uint64_t start[3], std::vector<uint64_t> &idx);
+
 }  // namespace zb

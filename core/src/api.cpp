@@ -184,15 +184,24 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
         return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
                                                       " bytes, the stream decodes to " +
                                                       std::to_string(out_bytes));
+    bool required = false;
+    const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
     if (h.version == zb::kFormatVersionV5) {
+        // On the GPU: transform, inner stream, exceptions (cuda/pwrel_gpu.cu); else the CPU reference.
+        if (gpu) {
+            const zb_status s = gpu->pwrel_decompress_host(h, stream, dst, stats, msg);
+            if (s == ZB_OK) return ZB_OK;
+            if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
+            log_once("GPU decompression failed, using the CPU: " + msg);
+        } else if (required) {
+            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
+        }
         if (stats) *stats = zb_run_stats{};
-        const zb::PwRelInnerCodec inner = inner_codec(backend, h.dtype, h.shape, stats, true);
+        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);
         if (zb_status s = zb::pwrel_decompress(h, stream, dst, nt, inner, msg)) return set_error(s, msg);
         finish_pwrel_stats(stats, t0, src_len, out_bytes);
         return ZB_OK;
     }
-    bool required = false;
-    const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
     // The GPU decodes every stream of versions 1 to 4 (raw passthrough is always version 1).
     if (gpu) {
         const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
@@ -218,14 +227,16 @@ void add_inner_stats(zb_run_stats *st, const zb_run_stats &inner, bool set_backe
     if (set_backend) st->backend_used = inner.backend_used;
 }
 
-// The inner stream of a PW_REL call goes through the same backend choice as any other call. The stats report the
-// inner encoder's backend when compressing (the check decodes too), the decoder's when decompressing.
+// The inner stream of a PW_REL call on the CPU path (the GPU path makes and reads it on the device). The stats
+// report the inner encoder's backend when compressing (the check decodes too), the decoder's when decompressing.
 zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Shape &shape, zb_run_stats *stats,
                                 bool decoding) {
     zb::PwRelInnerCodec c;
     c.compress = [=](const zb_params &ip, const void *values, uint8_t *d, size_t cap, size_t *len) {
         zb_run_stats is{};
-        const zb_status s = compress_values(&ip, dtype, values, shape, d, cap, len, &is);
+        zb_params q = ip;
+        q.backend = backend;
+        const zb_status s = compress_values(&q, dtype, values, shape, d, cap, len, &is);
         add_inner_stats(stats, is, true);
         return s;
     };
@@ -279,9 +290,23 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         if (as_int(params->mode) != ZB_MODE_PW_REL)
             return compress_values(params, dtype, src, shape, dst, dst_capacity, dst_len, stats);
         const double t0 = now_seconds();
-        if (stats) *stats = zb_run_stats{};
-        const zb::PwRelInnerCodec inner = inner_codec(params->backend, dtype, shape, stats, false);
+        const size_t in_bytes = (size_t)shape.n * dtype_size(dtype);
         std::string msg;
+        bool required = false;
+        // On the GPU: transform, inner stream, check and exceptions (cuda/pwrel_gpu.cu), the same bytes as the
+        // CPU reference below.
+        if (const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required)) {
+            const zb_status s = gpu->pwrel_compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len,
+                                                         stats, msg);
+            if (s == ZB_OK) return ZB_OK;
+            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
+            log_once("GPU compression failed, using the CPU: " + msg);
+        } else if (required) {
+            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
+                                         "no driver)");
+        }
+        if (stats) *stats = zb_run_stats{};
+        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, dtype, shape, stats, false);
         const zb_status s = zb::pwrel_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
                                                dst_len, zb::resolve_threads(params->threads, shape.n), inner, msg);
         if (s != ZB_OK) return set_error(s, msg);
@@ -354,9 +379,6 @@ zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void
         if (!d_src || !d_dst || !dst_len) return set_error(ZB_ERR_INVALID_ARG, "null buffer or length pointer");
         zb::Shape shape;
         if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
-        if (as_int(params->mode) == ZB_MODE_PW_REL)
-            return set_error(ZB_ERR_UNSUPPORTED, "the point-wise relative bound takes host buffers (zb_compress) in "
-                                                 "this version");
         const zb::GpuOps *gpu = zb::gpu_ops();
         if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
         if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");

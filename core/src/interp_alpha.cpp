@@ -63,6 +63,17 @@ void interp_set_alpha(InterpParams &ip, double eb, double alpha) {
     }
 }
 
+// Values per tuning sample (all boxes together).
+static uint64_t alpha_sample_target(const Shape &s) {
+    return std::min<uint64_t>(std::max<uint64_t>(s.n / 64, 32768), 1u << 16);
+}
+
+void interp_tune_alpha_points(const Shape &s, std::vector<uint64_t> &idx) {
+    if (s.n < kMinValuesToTune) return;
+    Shape b;
+    for (const auto &start : quarter_boxes(s, alpha_sample_target(s), b)) box_points(s, b, start.data(), idx);
+}
+
 template <typename T>
 void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, int has_fill, uint64_t fill_bits,
                        InterpParams &ip) {
@@ -70,7 +81,7 @@ void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, i
     // Boxes around the quarter points (zb_sample.h): one central box misjudged the NASA CFD fields.
     Shape b;
     std::vector<std::vector<T>> samples;
-    for (const auto &start : quarter_boxes(s, std::min<uint64_t>(std::max<uint64_t>(s.n / 64, 32768), 1u << 16), b))
+    for (const auto &start : quarter_boxes(s, alpha_sample_target(s), b))
         samples.push_back(gather(x, s, b, start.data()));
     // Successive halving: every candidate on the first box, then the two best on the other boxes too (measured on
     // the fields of ../shared/data: the same choices as all candidates on all boxes for a third of the work).

@@ -202,6 +202,30 @@ struct Lattice {
 
 }  // namespace
 
+void interp_tune_points(const Shape &s, std::vector<uint64_t> &idx) {
+    int64_t d[3];
+    view3(s, d);
+    int64_t step[3], cnt[3];
+    for (int k = 0; k < 3; ++k) {  // as interp_tune
+        const int64_t cells = d[k] >= 8 ? (d[k] - 4) / 8 : 0;
+        step[k] = cells > 16 ? cells / 16 : 1;
+        cnt[k] = cells;
+    }
+    for (int64_t a = 0; a < std::max<int64_t>(cnt[0], 1); a += step[0])
+        for (int64_t b = 0; b < std::max<int64_t>(cnt[1], 1); b += step[1])
+            for (int64_t c = 0; c < std::max<int64_t>(cnt[2], 1); c += step[2]) {
+                const int64_t p[3] = {d[0] >= 8 ? 8 * a + 4 : 0, d[1] >= 8 ? 8 * b + 4 : 0, d[2] >= 8 ? 8 * c + 4 : 0};
+                const int64_t centre = lin(d, p[0], p[1], p[2]);
+                idx.push_back((uint64_t)centre);
+                for (int k = 0; k < 3; ++k) {
+                    if (d[k] < 8 || p[k] + 3 >= d[k]) continue;
+                    const int64_t stride = k == 0 ? d[1] * d[2] : (k == 1 ? d[2] : 1);
+                    for (int64_t o : {-3, -1, 1, 3}) idx.push_back((uint64_t)(centre + o * stride));
+                }
+            }
+    interp_tune_alpha_points(s, idx);
+}
+
 template <typename T>
 InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
                          uint8_t encoder, bool tune_alpha) {

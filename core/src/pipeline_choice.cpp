@@ -9,6 +9,10 @@
 namespace zb {
 namespace {
 
+uint64_t sample_target(const Shape &s) {
+    return std::min<uint64_t>(s.n, std::max<uint64_t>(8192, std::min<uint64_t>(s.n / 32, 1u << 20)));
+}
+
 template <typename T>
 void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt, uint8_t &pred, uint8_t &enc) {
     resolve_pipeline(p, pred, enc);  // explicit choices and the defaults
@@ -26,7 +30,7 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     zb_params sp = p;
     sp.mode = ZB_MODE_ABS;
     sp.bound = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    const uint64_t target = std::min<uint64_t>(s.n, std::max<uint64_t>(8192, std::min<uint64_t>(s.n / 32, 1u << 20)));
+    const uint64_t target = sample_target(s);
     uint64_t start[3];
     const Shape b = sample_box(s, target, start);
     const std::vector<T> sample = gather(x, s, b, start);
@@ -53,6 +57,12 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
 }
 
 }  // namespace
+
+void choose_pipeline_points(const Shape &s, std::vector<uint64_t> &idx) {
+    uint64_t start[3];
+    const Shape b = sample_box(s, sample_target(s), start);
+    box_points(s, b, start, idx);
+}
 
 void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int nt,
                      uint8_t &pred, uint8_t &enc) {

@@ -1,6 +1,6 @@
 // The point-wise relative mode (format v5, docs/FORMAT.md section 12): log transform, inner stream, sign bits and
-// the exactly stored values. The transform and the check run on the host; the inner stream goes through the API's
-// backend choice, so on a GPU machine the pipeline's heavy part runs there.
+// the exactly stored values, on the CPU. This is the reference: the CUDA backend (cuda/pwrel_gpu.cu) writes the same
+// bytes with the transform and the check on the device; the API uses it when it chooses the GPU.
 #include "zb_pwrel.h"
 #include <cmath>
 #include <cstring>
@@ -18,8 +18,7 @@ namespace {
 // block of this many values (the first one of the block before it), so that the inner predictor sees no jump.
 constexpr uint64_t kFillForwardBlock = 4096;
 
-// Header of a v5 stream (nine segments) plus its parameters: where the inner stream starts.
-constexpr size_t kInnerOffset = kHeaderFixedBytes + 16 * kPwRelSegmentCount + 8 + kPwRelParamBytes;
+constexpr size_t kInnerOffset = kPwRelInnerOffset;
 
 zb_status corrupt(std::string &msg, const std::string &why) {
     msg = "corrupt stream: " + why;

@@ -21,6 +21,15 @@ Shape sample_box(const Shape &s, uint64_t target, uint64_t start[3]) {
     return b;
 }
 
+void box_points(const Shape &s, const Shape &b, const uint64_t start[3], std::vector<uint64_t> &idx) {
+    const uint64_t bz = b.rank >= 3 ? b.dims[0] : 1, by = b.rank >= 2 ? b.dims[b.rank - 2] : 1, bx = b.dims[b.rank - 1];
+    const uint64_t sz = start[0], sy = b.rank >= 2 ? start[b.rank - 2] : 0, sx = start[b.rank - 1];
+    const uint64_t ny = s.ny(), nx = s.nx();
+    for (uint64_t z = 0; z < bz; ++z)
+        for (uint64_t y = 0; y < by; ++y)
+            for (uint64_t xx = 0; xx < bx; ++xx) idx.push_back(((z + (b.rank >= 3 ? sz : 0)) * ny + y + sy) * nx + xx + sx);
+}
+
 std::vector<std::array<uint64_t, 3>> quarter_boxes(const Shape &s, uint64_t target, Shape &box) {
     const int nbox = 1 << s.rank;
     uint64_t centre_start[3];

@@ -47,8 +47,8 @@ def compress(a, abs=None, rel=None, pw_rel=None, predictor="auto", encoder="auto
     device uint8 array (CuPy) for a device array (through zb_compress_device; needs a CUDA build and a GPU).
 
     Exactly one bound: abs= (|x - x'| <= abs), rel= (relative to this array's finite value range), pw_rel=
-    (point-wise relative: |x - x'| <= pw_rel * |x| on every value, zeros and signs exact; format v5; numpy
-    arrays only, a device array raises UnsupportedError).
+    (point-wise relative: |x - x'| <= pw_rel * |x| on every value, zeros and signs exact; format v5; numpy or
+    device arrays).
     fill= is a value kept bit for bit and left out of the rel range. The stream records the shape with unit dims
     dropped and more than three dims folded; decompress(b, shape=a.shape) gives the original shape back.
     """

@@ -36,8 +36,7 @@ class ZboundError(RuntimeError):
 
 
 class UnsupportedError(ZboundError, NotImplementedError):
-    """ZB_ERR_UNSUPPORTED: the feature is not in this build (for example the device API without a CUDA build, or
-    pw_rel on device arrays)."""
+    """ZB_ERR_UNSUPPORTED: the feature is not in this build (for example the device API without a CUDA build)."""
 
 
 class CorruptStreamError(ZboundError, ValueError):
