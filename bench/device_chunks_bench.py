@@ -36,9 +36,9 @@ def main():
     chunk_rows = max(1, int(args.chunk_mb * 1e6) // slab)
     kw = dict(shape=host.shape, dtype=host.dtype, chunks=(chunk_rows,) + host.shape[1:],
               **zbound.Filter(abs=eb, predictor="lorenzo", encoder="fast"))
-    with h5py.File(args.path, "w") as f:
-        ds = f.create_dataset("x", **kw)
-        zbound.write_chunks(ds, dev[:chunk_rows])   # warm-up: the GPU context and the first allocations
+    with h5py.File(args.path, "w") as f:   # warm-up: the GPU context and the first allocations
+        ds = f.create_dataset("x", **dict(kw, shape=(chunk_rows,) + host.shape[1:]))
+        zbound.write_chunks(ds, dev[:chunk_rows])
     times = {}
     with h5py.File(args.path, "w") as f:
         ds = f.create_dataset("x", **kw)

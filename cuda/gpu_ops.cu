@@ -150,17 +150,22 @@ zb_status compress_device(const zb_params &user_p, zb_dtype dtype, const void *d
             std::lock_guard<std::mutex> lock(c.mu);
             const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
             double kernel = 0;
-            *dst_len = gpu::pwrel_encode(c, user_p, dtype, shape, d_src, nullptr, out, false, s, &kernel);
+            *dst_len = gpu::pwrel_encode(c, user_p, dtype, shape, d_src, nullptr, out, true, s, &kernel);
             fill_stats(stats, kernel, t0, (size_t)shape.n * vb, *dst_len);
             return ZB_OK;
         });
     }
-    bool v2 = false;
-    zb_params p;
-    if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     return guarded(msg, &s, [&]() -> zb_status {
         gpu::Context &c = gpu::context();
         std::lock_guard<std::mutex> lock(c.mu);
+        // predictor / encoder auto: the host API's choice, made from the device data (same bytes as zb_compress).
+        zb_params chosen = user_p;
+        if (user_p.predictor == ZB_PRED_AUTO || user_p.encoder == ZB_ENC_AUTO)
+            chosen = dtype == ZB_F64 ? gpu::choose_on_device(c, user_p, shape, static_cast<const double *>(d_src), s)
+                                     : gpu::choose_on_device(c, user_p, shape, static_cast<const float *>(d_src), s);
+        bool v2 = false;
+        zb_params p;
+        if (!gpu_pipeline(chosen, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
         gpu::KernelTimer timer(c, s);
         const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
         size_t len;

@@ -966,6 +966,33 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 }  // namespace interp
 
 template <typename T>
+zb_params choose_on_device(Context &c, const zb_params &p, const Shape &shape, const T *d_x, cudaStream_t s) {
+    zb_params cp = p;
+    if (p.mode == ZB_MODE_REL) {
+        unsigned long long *scratch = nullptr;
+        auto carve = [&](Carver &cv) { scratch = cv.take<unsigned long long>(2); };
+        Carver measure;
+        carve(measure);
+        Carver cut{c.arena[kArenaPoints].reserve(measure.used)};
+        carve(cut);
+        KernelTimer timer(c, s);
+        double vmin = 0, vmax = 0;
+        const bool has_range = enc::device_range(c, d_x, shape.n, p, scratch, s, timer, vmin, vmax);
+        cp.mode = ZB_MODE_ABS;
+        cp.bound = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
+    }
+    std::vector<uint64_t> idx;
+    choose_pipeline_points(shape, idx);
+    const auto h_pts = points::host_points<T>(c, d_x, shape.n, std::move(idx), s);
+    uint8_t pred = 0, enc = 0;
+    choose_pipeline(cp, sizeof(T) == 8 ? ZB_F64 : ZB_F32, h_pts.get(), shape, false, 1, pred, enc);
+    zb_params out = p;
+    out.predictor = pred == kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
+    out.encoder = enc == kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
+    return out;
+}
+
+template <typename T>
 size_t v2_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
                  const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
     return interp::encode_impl<T>(c, p, shape, d_x, h_x, out, s, timer);

@@ -15,6 +15,12 @@ template <typename T>
 size_t v2_encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, const T *h_x,
                  const StreamTarget &out, cudaStream_t s, KernelTimer &timer);
 
+// predictor=auto / encoder=auto for a device array: the choice the host API makes (zb::choose_pipeline), from the
+// sample points it reads, gathered from the device. A REL bound is first made absolute with the device range, as
+// the host API does with the whole array. Returns p with an explicit predictor and encoder.
+template <typename T>
+zb_params choose_on_device(Context &c, const zb_params &p, const Shape &shape, const T *d_x, cudaStream_t s);
+
 // Decodes a validated v2-layout stream (versions 2 to 4; arguments as decode()). Throws Failure(ZB_ERR_CORRUPT) on
 // inconsistent data, Failure(ZB_ERR_UNSUPPORTED) for a stream gpu_runs_v2 refuses.
 template <typename T>

@@ -4,6 +4,7 @@
 // and for the point-wise relative bound (format v5, every value checked against pw * |x|).
 #include <cmath>
 #include <limits>
+#include <set>
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
 #if ZBOUND_TEST_CUDA
@@ -114,8 +115,8 @@ template <typename T> void device_api(zb_encoder encoder) {
     EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
 }
 
-// The point-wise relative bound through the device API: the CPU's bytes (explicit pipelines: the device API
-// resolves AUTO without looking at the data), values within pw * |x|, specials and signs exact.
+// The point-wise relative bound through the device API: the CPU's bytes, values within pw * |x|, specials and signs
+// exact.
 template <typename T> void device_api_pw_rel() {
     cudaStream_t user = nullptr;
     ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
@@ -171,6 +172,36 @@ TEST(GpuDeviceApi, PointWiseRelativeF32) {
 TEST(GpuDeviceApi, PointWiseRelativeF64) {
     ZB_REQUIRE_GPU();
     device_api_pw_rel<double>();
+}
+
+// predictor / encoder AUTO through the device API: the choice zb_compress makes from a sample of the data (gathered
+// from the device), so the host API's bytes, in every mode; fields on which auto picks different pipelines.
+TEST(GpuDeviceApi, AutoChoosesLikeTheHostApi) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> d2{513, 1025}, d3{8, 129, 257}, d1{100003};
+    std::set<std::string> pipelines;
+    uint32_t seed = 70;
+    for (zb_mode mode : {ZB_MODE_ABS, ZB_MODE_REL, ZB_MODE_PW_REL})
+        for (zb_encoder enc : {ZB_ENC_AUTO, ZB_ENC_RATIO})
+            for (const auto &dims : {d2, d3, d1})
+                for (double noise : {0.0, 0.2}) {
+                    zb_params p = zb_params_default();
+                    p.mode = mode;
+                    p.bound = 1e-3;
+                    p.predictor = ZB_PRED_AUTO;
+                    p.encoder = enc;
+                    const auto v = zbt::smooth_field<float>(dims, noise, seed++);
+                    round_trip(v, dims, p, nullptr, 0,
+                               "mode " + std::to_string(mode) + " encoder " + std::to_string(enc) + " rank " +
+                                   std::to_string(dims.size()) + " noise " + std::to_string(noise));
+                    if (::testing::Test::HasFatalFailure()) return;
+                    const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, v, dims, p);
+                    zb_stream_info info;
+                    ASSERT_EQ(zb_stream_info_get(ref.bytes.data(), ref.bytes.size(), &info), ZB_OK);
+                    pipelines.insert(std::to_string(info.predictor) + "/" + std::to_string(info.encoder));
+                }
+    std::printf("pipelines auto chose through the device API: %zu distinct\n", pipelines.size());
+    EXPECT_GE(pipelines.size(), 2u) << "the fields should make auto choose more than one pipeline";
 }
 
 // AUTO pipelines through the device API: a v5 stream any decoder reads within the bound; corrupted payloads are

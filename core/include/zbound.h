@@ -131,8 +131,8 @@ ZB_API zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_
 
 /** Compress a device array into a device buffer, on `cuda_stream` (a cudaStream_t, or NULL for the default
  *  stream). Returns when the result is complete. dst_capacity should be zb_compress_bound(). Every mode, PW_REL
- *  included; AUTO predictor / encoder resolve to the defaults without looking at the data (zb_compress chooses
- *  from a sample), so pass explicit ones for zb_compress's bytes. */
+ *  included; AUTO predictor / encoder choose like zb_compress (from a sample of the device array), so the bytes are
+ *  zb_compress's for the same values and parameters. */
 ZB_API zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void *d_src, int rank,
                                     const size_t *dims, void *d_dst, size_t dst_capacity, size_t *dst_len,
                                     void *cuda_stream, zb_run_stats *stats);

@@ -236,9 +236,13 @@ def _decompress_device(b, shape, out, stream):
     if len(head) < HEADER_FIXED_BYTES:
         raise _lib.CorruptStreamError("zbound.decompress (device stream): shorter than a header", 5)
     hsize = struct.unpack_from("<H", head, 6)[0]
-    header = cp.asnumpy(src[: max(hsize, HEADER_FIXED_BYTES)]).tobytes()
+    # zb_stream_info_get reads the header only but checks that the whole stream is there (src_len): the header
+    # copied into a zeroed host buffer of the stream's length (calloc'd pages: nothing is copied but the header).
+    header = np.zeros(nbytes, dtype=np.uint8)
+    hlen = min(max(hsize, HEADER_FIXED_BYTES), nbytes)
+    header[:hlen] = cp.asnumpy(src[:hlen])
     info = _lib.StreamInfo()
-    check(L.zb_stream_info_get(header, len(header), ctypes.byref(info)), "zbound.decompress (device stream)")
+    check(L.zb_stream_info_get(header.ctypes.data, nbytes, ctypes.byref(info)), "zbound.decompress (device stream)")
     dtype = np.dtype(np.float32 if info.dtype == _lib.ZB_F32 else np.float64)
     folded = tuple(int(info.dims[i]) for i in range(info.rank))
     target = _target_shape(shape, folded, int(info.n))
