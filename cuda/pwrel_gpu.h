@@ -8,9 +8,10 @@ namespace gpu {
 
 // Compresses n values (p.mode == ZB_MODE_PW_REL) into a version-5 stream (or raw passthrough) at `out`. d_x: the
 // values in device memory, or nullptr when only the host copy h_x exists (host API: uploaded first). The inner
-// stream's pipeline: with choose_on_host (host API) core's choose_pipeline over the log magnitudes (its sample
-// points copied from the device), as zb_compress's CPU path; else resolve_pipeline (the device API's rule for AUTO).
-// No full-size copy to the host: the interp tuning gathers its sample points on the device too. Returns the stream length; adds the kernel time to *kernel_seconds.
+// stream's pipeline: with choose_on_host core's choose_pipeline over the log magnitudes (its sample points copied
+// from the device), as zb_compress's CPU path (both APIs pass true); else resolve_pipeline. No full-size copy to
+// the host: the interp tuning gathers its sample points on the device too. Returns the stream length; adds the
+// kernel time to *kernel_seconds.
 size_t pwrel_encode(Context &c, const zb_params &p, zb_dtype dtype, const Shape &shape, const void *d_x,
                     const void *h_x, const StreamTarget &out, bool choose_on_host, cudaStream_t s,
                     double *kernel_seconds);
