@@ -4,8 +4,8 @@
 #
 # Prepared here (the GPU machine has no internet and only the repository):
 #   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j2
-#   bash bench/device_check.sh pack      # copies the binaries to .devrun/ and ../shared/data to .devrun/data
-# then run `bash bench/device_check.sh run` there with .devrun carried (git-ignored through .git/info/exclude).
+#   bash bench/device_check.sh pack      # the binaries and ../shared/data into .devrun/, archived into .devpack/
+# then run `bash bench/device_check.sh run` there with .devpack carried (git-ignored through .git/info/exclude).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUN=.devrun
@@ -23,10 +23,18 @@ if [ "${1:-}" = pack ]; then
     # h5py real-data tests, which cannot run here anyway) stay here.
     find ../shared/data -maxdepth 1 -type f ! -name 'cesm_trefht_b06_59.nc' ! -name 'cesm_trefht_b06_6?.nc' \
         -exec cp {} "$RUN/data/" \;
-    strip "$RUN"/bin/* 2>/dev/null
-    mkdir -p .git/info && { grep -qx "/$RUN/" .git/info/exclude 2>/dev/null || echo "/$RUN/" >> .git/info/exclude; }
-    du -sh "$RUN"
+    strip "$RUN"/bin/* "$RUN"/lib/*.so 2>/dev/null
+    # The carry limit (64 MiB with the tree) is too small for the folder itself: carry .devpack/ (xz archives, about
+    # a third of the size) and let `run` unpack it.
+    rm -rf .devpack && mkdir -p .devpack
+    tar cJf .devpack/bin.txz -C "$RUN" bin lib plugin && tar cJf .devpack/data.txz -C "$RUN" data
+    mkdir -p .git/info
+    for d in "/$RUN/" "/.devpack/"; do grep -qx "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
+    du -sh "$RUN" .devpack
     exit 0
+fi
+if [ ! -d "$RUN/bin" ] && [ -f .devpack/bin.txz ]; then   # carried as archives (see pack)
+    mkdir -p "$RUN" && tar xJf .devpack/bin.txz -C "$RUN" && tar xJf .devpack/data.txz -C "$RUN"
 fi
 
 OUT=${OUT:-/tmp/zbound-device}
