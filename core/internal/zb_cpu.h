@@ -16,6 +16,13 @@ namespace zb {
 constexpr uint64_t kValuesPerThread = 65536;
 int resolve_threads(int requested, uint64_t n);
 
+struct QuantParams;
+
+// Dual-quantization of n values (docs/FORMAT.md section 3): q[i] (0 for an exception) and exc[i] = 1 for the values
+// that are exceptions. OpenMP over nt threads; vectorized.
+template <typename T>
+void quantize_values(const T *x, uint64_t n, const QuantParams &qp, uint32_t *q, uint8_t *exc, int nt);
+
 // Min and max over finite values that are not the fill value; returns false if there is none.
 bool value_range(zb_dtype dtype, const void *src, uint64_t n, int has_fill, uint64_t fill_bits, int threads,
                  double &vmin, double &vmax);

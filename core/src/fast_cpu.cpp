@@ -13,6 +13,24 @@
 #include "zb_scratch.h"
 
 namespace zb {
+
+// Quantizes every value (dual-quantization, docs/FORMAT.md section 3): q (0 for exceptions) and the exception mask.
+// The parameters are a local copy and the pointers restrict-qualified: stores through the uint8_t mask may alias
+// anything and would otherwise make the compiler reload them for every value, which keeps the loop scalar.
+template <typename T>
+void quantize_values(const T *__restrict x, uint64_t n, const QuantParams &params, uint32_t *__restrict q,
+                     uint8_t *__restrict exc, int nt) {
+    const QuantParams qp = params;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n; ++i) {
+        int32_t qi;
+        exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
+        q[i] = (uint32_t)qi;
+    }
+}
+template void quantize_values<float>(const float *, uint64_t, const QuantParams &, uint32_t *, uint8_t *, int);
+template void quantize_values<double>(const double *, uint64_t, const QuantParams &, uint32_t *, uint8_t *, int);
+
 namespace {
 
 // Splits [0, count) into `parts` contiguous ranges; range r is [begin(r), begin(r+1)).
@@ -25,17 +43,6 @@ struct Partition {
 // ---------------------------------------------------------------------------------------------------------------
 // Encoding
 // ---------------------------------------------------------------------------------------------------------------
-
-// Quantizes every value: q (0 for exceptions) and the exception mask M.
-template <typename T>
-void quantize_all(const T *x, uint64_t n, const QuantParams &qp, uint32_t *q, uint8_t *exc, int nt) {
-#pragma omp parallel for simd num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) {
-        int32_t qi;
-        exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
-        q[i] = (uint32_t)qi;
-    }
-}
 
 // Lorenzo deltas of part [x0, x1) of one row (fixed z, y) as codes (codes[0] is for x0); escaped deltas are
 // appended to `escapes` in order. `up`, `back`, `backup` are the rows at (z, y-1), (z-1, y), (z-1, y-1), or a
@@ -162,7 +169,7 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     struct TrimOnExit { ~TrimOnExit() { t_enc.trim(); } } trim_on_exit;
     uint32_t *q = t_enc.q.get((size_t)n);
     uint8_t *exc = t_enc.exc.get((size_t)n);
-    quantize_all(x, n, qp, q, exc, nt);
+    quantize_values(x, n, qp, q, exc, nt);
 
     // Codes, bitshuffle and block flags per tile; then block offsets by an exclusive scan of the tile counts.
     const uint64_t ntiles = code_tiles(n);

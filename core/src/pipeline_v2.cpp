@@ -34,32 +34,53 @@ zb_status corrupt(std::string &msg, const std::string &why) {
     return ZB_ERR_CORRUPT;
 }
 
+// Codes of one row of the Lorenzo deltas: `cur` the row's quantized integers, `up`, `back`, `backup` the rows at
+// (z, y-1), (z-1, y), (z-1, y-1) or a zero row where outside (rows the rank does not have are not read). The
+// arithmetic of lorenzo_delta (wrap-around uint32), without coordinates or bounds checks per point, so it vectorizes.
+template <int Rank>
+void lorenzo_row_codes(const uint32_t *__restrict cur, const uint32_t *__restrict up, const uint32_t *__restrict back,
+                       const uint32_t *__restrict backup, int64_t nx, int32_t radius, int32_t *__restrict codes) {
+    auto code = [&](int64_t x, uint32_t pred) {
+        const int32_t d = (int32_t)(cur[x] - pred);
+        codes[x] = (d > -radius && d < radius) ? d : kEscapedCode;
+    };
+    uint32_t pred0 = 0;
+    if constexpr (Rank >= 2) pred0 += up[0];
+    if constexpr (Rank == 3) pred0 += back[0] - backup[0];
+    if (nx > 0) code(0, pred0);
+    for (int64_t x = 1; x < nx; ++x) {
+        uint32_t pred = cur[x - 1];
+        if constexpr (Rank >= 2) pred += up[x] - up[x - 1];
+        if constexpr (Rank == 3) pred += back[x] - back[x - 1] - backup[x] + backup[x - 1];
+        code(x, pred);
+    }
+}
+
 // The Lorenzo predictor with int32 codes: dual-quantization (section 3) and the whole-chunk Lorenzo deltas
-// (section 4); deltas with |d| >= radius are escaped.
+// (section 4), row by row; deltas with |d| >= radius are escaped (their values in index order).
 template <typename T>
 void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, int32_t radius, int32_t *codes,
                        uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
     const uint64_t n = s.n;
     std::vector<uint32_t> q((size_t)n);
+    quantize_values(x, n, qp, q.data(), exc, nt);
+    const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny(), rows = (int64_t)n / nx;
+    const std::vector<uint32_t> zero((size_t)nx, 0);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) {
-        int32_t qi;
-        exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
-        q[(size_t)i] = (uint32_t)qi;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t z = r / ny, y = r % ny;
+        const uint32_t *cur = q.data() + r * nx;
+        const uint32_t *up = y ? cur - nx : zero.data();
+        const uint32_t *back = z ? cur - nx * ny : zero.data();
+        const uint32_t *backup = (z && y) ? back - nx : zero.data();
+        if (s.rank == 1) lorenzo_row_codes<1>(cur, up, back, backup, nx, radius, codes + r * nx);
+        else if (s.rank == 2) lorenzo_row_codes<2>(cur, up, back, backup, nx, radius, codes + r * nx);
+        else lorenzo_row_codes<3>(cur, up, back, backup, nx, radius, codes + r * nx);
     }
-    const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny();
-    auto qat = [&](int64_t z, int64_t y, int64_t xx) -> uint32_t {
-        return (z < 0 || y < 0 || xx < 0) ? 0u : q[(size_t)((z * ny + y) * nx + xx)];
+    auto qat = [&](int64_t zz, int64_t yy, int64_t xx) -> uint32_t {
+        return (zz < 0 || yy < 0 || xx < 0) ? 0u : q[(size_t)((zz * ny + yy) * nx + xx)];
     };
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) {
-        const int64_t xx = i % nx, y = (i / nx) % ny, z = i / (nx * ny);
-        const int32_t d = s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
-                          : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
-                                        : lorenzo_delta<3>(z, y, xx, qat);
-        codes[i] = (d > -radius && d < radius) ? d : kEscapedCode;
-    }
-    for (uint64_t i = 0; i < n; ++i)  // escapes in index order
+    for (uint64_t i = 0; i < n; ++i)  // escapes in index order (rare: the delta is computed again)
         if (codes[i] == kEscapedCode) {
             const int64_t xx = (int64_t)i % nx, y = ((int64_t)i / nx) % ny, z = (int64_t)i / (nx * ny);
             escapes.push_back(s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
