@@ -589,10 +589,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaMain], carve);
     T *out = own_out ? b.out : static_cast<T *>(dst);
 
     // Payload into aligned device memory.

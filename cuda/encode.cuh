@@ -559,10 +559,7 @@ template <typename T> struct ExceptionStage {
             offC = cv.take<uint32_t>(ng_change);
             temp = cv.take<uint8_t>(ex_scan_bytes);
         };
-        Carver m2;
-        carve_ex(m2);
-        Carver cut2{c.arena[kArenaExceptions].reserve(m2.used)};
-        carve_ex(cut2);
+        carve_from(c.arena[kArenaExceptions], carve_ex);
 
         timer.begin("exceptions");
         k_gather_exceptions<T><<<(unsigned)ntiles, kTileThreads, 0, s>>>(x, mwords, counts, offs, V);
@@ -639,10 +636,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaMain], carve);
     const T *x = d_x_in;
     if (!x) {
         upload(c, b.x, h_x, n * sizeof(T), s);

@@ -63,7 +63,7 @@ private:
 };
 
 // Hands out 256-byte aligned pieces of one arena. With base == nullptr it only measures, so a caller runs its
-// carving code twice: once to learn the size, once (after Arena::reserve) to get the pointers.
+// carving code twice: once to learn the size, once (after Arena::reserve) to get the pointers (carve_from below).
 struct Carver {
     uint8_t *base = nullptr;
     size_t used = 0;
@@ -74,6 +74,14 @@ struct Carver {
         return p;
     }
 };
+
+// Runs carve(Carver &) twice: once to measure, then, after reserving that much of `arena`, to hand out the pointers.
+template <typename F> void carve_from(Arena &arena, F &&carve) {
+    Carver measure;
+    carve(measure);
+    Carver cut{arena.reserve(measure.used)};
+    carve(cut);
+}
 
 // ---- context -----------------------------------------------------------------------------------------------------
 

@@ -43,10 +43,7 @@ std::unique_ptr<T[], FreeDeleter> host_points(Context &c, const T *x, uint64_t n
         d_idx = cv.take<uint64_t>(m);
         d_val = cv.take<T>(m);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaPoints].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaPoints], carve);
     upload(c, d_idx, idx.data(), m * sizeof(uint64_t), s);
     k_gather_points<T><<<grid_for(m, 256), 256, 0, s>>>(x, d_idx, m, d_val);
     ZB_LAUNCHED("k_gather_points");

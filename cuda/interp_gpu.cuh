@@ -605,10 +605,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaMain], carve);
     const T *x = d_x_in;
     if (!x) {
         upload(c, b.x, h_x, n * sizeof(T), s);
@@ -852,10 +849,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaMain].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaMain], carve);
     T *out = own_out ? b.out : static_cast<T *>(dst);
 
     // The payload 8 bytes into an aligned buffer: segment 1 (code flags) starts 56 (interp) or 8 (Lorenzo) bytes in,
@@ -971,10 +965,7 @@ zb_params choose_on_device(Context &c, const zb_params &p, const Shape &shape, c
     if (p.mode == ZB_MODE_REL) {
         unsigned long long *scratch = nullptr;
         auto carve = [&](Carver &cv) { scratch = cv.take<unsigned long long>(2); };
-        Carver measure;
-        carve(measure);
-        Carver cut{c.arena[kArenaPoints].reserve(measure.used)};
-        carve(cut);
+        carve_from(c.arena[kArenaPoints], carve);
         KernelTimer timer(c, s);
         double vmin = 0, vmax = 0;
         const bool has_range = enc::device_range(c, d_x, shape.n, p, scratch, s, timer, vmin, vmax);

@@ -255,10 +255,7 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
         b.crcs = cv.take<uint32_t>(piece_count(inner_offset + raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaPwRel].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaPwRel], carve);
     const T *x = d_x_in;
     if (!x) {
         upload(c, b.x, h_x, n * sizeof(T), s);
@@ -464,10 +461,7 @@ void decode_t(Context &c, const Header &h, const uint8_t *stream, bool src_on_de
         b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(plen) : 0);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{c.arena[kArenaPwRel].reserve(measure.used)};
-    carve(cut);
+    carve_from(c.arena[kArenaPwRel], carve);
     const uint8_t *payload = src_on_device ? stream + hb : b.payload;
     if (!src_on_device) upload(c, b.payload, stream + hb, plen, s);
     T *out = own_out ? b.out : static_cast<T *>(dst);
@@ -547,10 +541,7 @@ void decode_t(Context &c, const Header &h, const uint8_t *stream, bool src_on_de
             ex.carve(cv);
             etemp = cv.take<uint8_t>(etb);
         };
-        Carver m2;
-        carve_ex(m2);
-        Carver cut2{c.arena[kArenaExceptions].reserve(m2.used)};
-        carve_ex(cut2);
+        carve_from(c.arena[kArenaExceptions], carve_ex);
         const uint8_t *xs[5];
         for (int i = 0; i < 5; ++i) xs[i] = payload + h.seg[kPwSegExceptions + i].offset;
         t3.begin("pw exceptions");

@@ -834,10 +834,7 @@ void RatioEncoder::plan(Context &c, Arena &arena, const uint16_t *d_symbols, uin
         b.carries = cv.take<uint16_t>(threads);
         b.toff = cv.take<uint32_t>(threads);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{arena.reserve(measure.used)};
-    carve(cut);
+    carve_from(arena, carve);
 
     // 1. histogram (of tokens when runs are possible)
     ZB_CUDA(cudaMemsetAsync(b.hist, 0, 4 * (size_t)AT, s));
@@ -989,10 +986,7 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
         b.err = cv.take<uint32_t>(1);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
-    Carver measure;
-    carve(measure);
-    Carver cut{arena.reserve(measure.used)};
-    carve(cut);
+    carve_from(arena, carve);
     ZB_CUDA(cudaMemcpyAsync(b.blob, blob.data(), 4 * blob.size(), cudaMemcpyHostToDevice, s));
     ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
     ZB_CUDA(cudaMemsetAsync(b.words + 4 * nblocks, 0, 4 * pad_words, s));

@@ -186,30 +186,24 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
                                                       std::to_string(out_bytes));
     bool required = false;
     const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
-    if (h.version == zb::kFormatVersionV5) {
-        // On the GPU: transform, inner stream, exceptions (cuda/pwrel_gpu.cu); else the CPU reference.
-        if (gpu) {
-            const zb_status s = gpu->pwrel_decompress_host(h, stream, dst, stats, msg);
-            if (s == ZB_OK) return ZB_OK;
-            if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
-            log_once("GPU decompression failed, using the CPU: " + msg);
-        } else if (required) {
-            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
-        }
-        if (stats) *stats = zb_run_stats{};
-        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);
-        if (zb_status s = zb::pwrel_decompress(h, stream, dst, nt, inner, msg)) return set_error(s, msg);
-        finish_pwrel_stats(stats, t0, src_len, out_bytes);
-        return ZB_OK;
-    }
-    // The GPU decodes every stream of versions 1 to 4 (raw passthrough is always version 1).
+    const bool pw_rel = h.version == zb::kFormatVersionV5;
+    // The GPU decodes every stream (raw passthrough is always version 1; version 5: the transform, the inner stream
+    // and the exceptions on the device, cuda/pwrel_gpu.cu); the CPU is the reference and the fallback.
     if (gpu) {
-        const zb_status s = gpu->decompress_host(h, stream, dst, stats, msg);
+        const zb_status s = pw_rel ? gpu->pwrel_decompress_host(h, stream, dst, stats, msg)
+                                   : gpu->decompress_host(h, stream, dst, stats, msg);
         if (s == ZB_OK) return ZB_OK;
         if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
         log_once("GPU decompression failed, using the CPU: " + msg);
     } else if (required) {
         return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
+    }
+    if (pw_rel) {
+        if (stats) *stats = zb_run_stats{};
+        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);
+        if (zb_status s = zb::pwrel_decompress(h, stream, dst, nt, inner, msg)) return set_error(s, msg);
+        finish_pwrel_stats(stats, t0, src_len, out_bytes);
+        return ZB_OK;
     }
     const zb_status s = h.version == zb::kFormatVersionV1 ? zb::cpu_decompress(h, stream, dst, nt, msg)
                                                            : zb::cpu_decompress_v2(h, stream, dst, nt, msg);
