@@ -11,17 +11,6 @@
 
 namespace {
 
-// Recomputes the payload checksum and the header CRC of a stream whose structure is intact.
-bool reseal(std::vector<uint8_t> &s) {
-    zb::Header h;
-    std::string msg;
-    if (zb::read_header(s.data(), s.size(), h, msg, false) != ZB_OK) return false;
-    const size_t hb = h.header_bytes();
-    zb::put_u32(&s[hb - 8], zb::payload_checksum(s.data() + hb, (size_t)h.payload_bytes(), 1));
-    zb::put_u32(&s[hb - 4], zb::crc32c(s.data(), hb - 4));
-    return true;
-}
-
 // A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
 template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
     auto v = zbt::smooth_field<T>(dims, 0.01, seed, 5.0);
@@ -77,7 +66,7 @@ void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int tri
         // Unsealed, the payload checksum catches it (on the host, before any decoder runs).
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out_gpu.data(), out_gpu.size() * sizeof(T), ZB_BACKEND_GPU, nullptr),
                   ZB_ERR_CORRUPT);
-        ASSERT_TRUE(reseal(s));
+        ASSERT_TRUE(gput::reseal_parsed(s));
         const zb_status sc = zb_decompress(s.data(), s.size(), out_cpu.data(), out_cpu.size() * sizeof(T), ZB_BACKEND_CPU, nullptr);
         const zb_status sg = zb_decompress(s.data(), s.size(), out_gpu.data(), out_gpu.size() * sizeof(T), ZB_BACKEND_GPU, nullptr);
         EXPECT_EQ(sc, sg) << where << "; GPU says: " << zb_last_error();
@@ -118,7 +107,7 @@ TEST(GpuCorrupt, LorenzoRatioSameAnswerAsCpuF64) {
 
 // Both decoders answer a resealed stream alike: ZB_ERR_CORRUPT from each, or the same values from each.
 template <typename T> void expect_same_answer(std::vector<uint8_t> s, size_t n, const std::string &what) {
-    ASSERT_TRUE(reseal(s));
+    ASSERT_TRUE(gput::reseal_parsed(s));
     std::vector<T> a(n), b(n);
     const zb_status sc = zb_decompress(s.data(), s.size(), a.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr);
     const std::string cpu_msg = zb_last_error();
@@ -149,20 +138,8 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<T> &data, co
     }
     const int esc_seg = 1 + zb::kRatioSegmentCount;
     for (int delta : {-1, 1}) {
-        zb::Header g = h;
-        g.escapes = h.escapes + delta;
-        if (g.escapes == 0) g.flags &= (uint8_t)~zb::kFlagEscapes;   // the header's flag follows the count
-        std::vector<uint8_t> payload(good.bytes.begin() + hb, good.bytes.end());
-        const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
-        if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
-        else payload.insert(payload.begin() + end, {1, 0, 0, 0});
-        g.seg[esc_seg].length += 4 * delta;
-        for (int k = esc_seg + 1; k < g.nsegments; ++k) g.seg[k].offset += 4 * delta;
-        std::vector<uint8_t> s(hb + payload.size());
-        std::copy(payload.begin(), payload.end(), s.begin() + hb);
-        zb::write_header(g, s.data());
+        const std::vector<uint8_t> s = gput::with_escape_count(good.bytes, esc_seg, delta);
         std::vector<T> out(n);
-        ASSERT_TRUE(reseal(s)) << "escapes " << delta;
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
             << "escapes " << delta << ": " << zb_last_error();
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
@@ -207,7 +184,7 @@ TEST(GpuCorrupt, TargetedErrors) {
     if (!(flags[31] & 0x80)) {
         flags[first / 8] &= (uint8_t)~(1u << (first % 8));
         flags[31] |= 0x80;
-        ASSERT_TRUE(reseal(s));
+        ASSERT_TRUE(gput::reseal_parsed(s));
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT);
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
             << "padding codes";
@@ -215,19 +192,19 @@ TEST(GpuCorrupt, TargetedErrors) {
     // All code flags set: more blocks flagged than stored.
     s = good.bytes;
     for (uint64_t i = 0; i < h.seg[zb::kSegCodeFlags].length; ++i) s[hb + i] = 0xFF;
-    ASSERT_TRUE(reseal(s));
+    ASSERT_TRUE(gput::reseal_parsed(s));
     EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
         << "block count";
     // Exception change bits cleared: fewer runs than the header says.
     s = good.bytes;
     for (uint64_t i = 0; i < h.seg[zb::kSegChangeBlocks].length; ++i) s[hb + h.seg[zb::kSegChangeBlocks].offset + i] = 0;
-    ASSERT_TRUE(reseal(s));
+    ASSERT_TRUE(gput::reseal_parsed(s));
     EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
         << "change bits";
     // Edge mask blocks cleared: fewer exceptions than the header says.
     s = good.bytes;
     for (uint64_t i = 0; i < h.seg[zb::kSegEdgeBlocks].length; ++i) s[hb + h.seg[zb::kSegEdgeBlocks].offset + i] = 0;
-    ASSERT_TRUE(reseal(s));
+    ASSERT_TRUE(gput::reseal_parsed(s));
     EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), out.size() * 4, ZB_BACKEND_GPU, nullptr), ZB_ERR_CORRUPT)
         << "edge mask";
 }

@@ -13,6 +13,7 @@
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
+#include "zb_ratio.h"
 #if ZBOUND_TEST_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -427,17 +428,6 @@ TEST_P(GpuInterp, DeviceApi) {
 
 // ---- corrupted streams -------------------------------------------------------------------------------------------
 
-// Recomputes the payload checksum and the header CRC of a stream whose structure is intact.
-bool reseal(std::vector<uint8_t> &s) {
-    zb::Header h;
-    std::string msg;
-    if (zb::read_header(s.data(), s.size(), h, msg, false) != ZB_OK) return false;
-    const size_t hb = h.header_bytes();
-    zb::put_u32(&s[hb - 8], zb::payload_checksum(s.data() + hb, (size_t)h.payload_bytes(), 1));
-    zb::put_u32(&s[hb - 4], zb::crc32c(s.data(), hb - 4));
-    return true;
-}
-
 // Both decoders give the same status, and the same values when both succeed.
 template <typename T>
 void same_answer(const std::vector<uint8_t> &s, size_t n, const std::string &where, int *errors = nullptr) {
@@ -499,7 +489,7 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_GPU, nullptr),
                   ZB_ERR_CORRUPT)
             << "unsealed " << where;
-        ASSERT_TRUE(reseal(s));
+        ASSERT_TRUE(gput::reseal_parsed(s));
         same_answer<T>(s, n, where, &errors);
     }
     std::printf("%d of %d resealed corruptions were errors on both decoders\n", errors, trials);
@@ -509,7 +499,7 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     auto with_param = [&](size_t off, uint8_t v) {
         std::vector<uint8_t> s = good.bytes;
         s[hb + off] = v;
-        EXPECT_TRUE(reseal(s));
+        EXPECT_TRUE(gput::reseal_parsed(s));
         return s;
     };
     same_answer<T>(with_param(0, 1), n, "radius changed");
@@ -519,21 +509,12 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     same_answer<T>(with_param(8 + 16 + 7, 0x40), n, "level bound changed (valid)");
     same_answer<T>(with_param(8 + 40 + 7, 0xFF), n, "anchor bound NaN");
 
-    // Targeted: one escape fewer / more than the anchors use (header count and segment length kept consistent).
-    const int esc_seg = 3;
+    // Targeted: one escape fewer / more than the anchors use (header count, flag and segment length kept consistent).
+    // The escape segment follows the parameters and the encoder's segments (it was fixed at 3, the fast encoder's,
+    // which with the ratio encoder changed a ratio segment instead, caught by the header check alone).
+    const int esc_seg = 1 + (h.encoder == zb::kEncRatio ? zb::kRatioSegmentCount : zb::kFastCodeSegmentCount);
     for (int delta : {-1, 1}) {
-        zb::Header g = h;
-        g.escapes = h.escapes + delta;
-        std::vector<uint8_t> payload(good.bytes.begin() + hb, good.bytes.end());
-        const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
-        if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
-        else payload.insert(payload.begin() + end, {1, 0, 0, 0});
-        g.seg[esc_seg].length += 4 * delta;
-        for (int k = esc_seg + 1; k < g.nsegments; ++k) g.seg[k].offset += 4 * delta;
-        std::vector<uint8_t> s(hb + payload.size());
-        std::copy(payload.begin(), payload.end(), s.begin() + hb);
-        g.payload_crc = zb::payload_checksum(payload.data(), payload.size(), 1);
-        zb::write_header(g, s.data());
+        const std::vector<uint8_t> s = gput::with_escape_count(good.bytes, esc_seg, delta);
         std::vector<T> out(n);
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
             << "escapes " << delta << ": " << zb_last_error();

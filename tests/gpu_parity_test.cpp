@@ -309,12 +309,7 @@ template <typename T> void point_wise_corrupt() {
     }
     for (size_t off : {(size_t)4, (size_t)8, (size_t)9, (size_t)10, (size_t)11, (size_t)12, (size_t)32}) {
         auto t = s.bytes;  // the inner header (its own checksums fixed too): it no longer matches the container
-        uint8_t *inner = t.data() + hb + 8;
-        inner[off] ^= 0x01;
-        const int nseg = zb::get_u16(inner + 14);
-        const size_t ihb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
-        zb::put_u32(inner + ihb - 4, zb::crc32c(inner, ihb - 4));
-        zbt::reseal(t);
+        zbt::flip_inner_header_byte(t, hb, off);
         both(t, "inner header byte " + std::to_string(off), true);
     }
     {

@@ -18,6 +18,41 @@
 
 namespace gput {
 
+// Recomputes the payload checksum and the header CRC of a stream whose header still parses (structure intact),
+// so that a modification reaches the decoders' own consistency checks; false when the header does not parse.
+inline bool reseal_parsed(std::vector<uint8_t> &s) {
+    zb::Header h;
+    std::string msg;
+    if (zb::read_header(s.data(), s.size(), h, msg, false) != ZB_OK) return false;
+    const size_t hb = h.header_bytes();
+    zb::put_u32(&s[hb - 8], zb::payload_checksum(s.data() + hb, (size_t)h.payload_bytes(), 1));
+    zb::put_u32(&s[hb - 4], zb::crc32c(s.data(), hb - 4));
+    return true;
+}
+
+// A v2-layout stream with one stored escape fewer (delta -1: the last one dropped) or more (+1: a 1 appended) in
+// segment esc_seg; header count and flag, segment length and the later offsets kept consistent, checksums sealed.
+inline std::vector<uint8_t> with_escape_count(const std::vector<uint8_t> &good, int esc_seg, int delta) {
+    zb::Header h;
+    std::string msg;
+    EXPECT_EQ(zb::read_header(good.data(), good.size(), h, msg, false), ZB_OK) << msg;
+    const size_t hb = h.header_bytes();
+    zb::Header g = h;
+    g.escapes = h.escapes + delta;
+    if (g.escapes == 0) g.flags &= (uint8_t)~zb::kFlagEscapes;   // the header's flag follows the count
+    std::vector<uint8_t> payload(good.begin() + hb, good.end());
+    const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
+    if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
+    else payload.insert(payload.begin() + end, {1, 0, 0, 0});
+    g.seg[esc_seg].length += 4 * delta;
+    for (int k = esc_seg + 1; k < g.nsegments; ++k) g.seg[k].offset += 4 * delta;
+    std::vector<uint8_t> s(hb + payload.size());
+    std::copy(payload.begin(), payload.end(), s.begin() + hb);
+    zb::write_header(g, s.data());
+    EXPECT_TRUE(reseal_parsed(s)) << "escapes " << delta;
+    return s;
+}
+
 template <typename T>
 zbt::Stream compress_on(zb_backend backend, const std::vector<T> &data, const std::vector<size_t> &dims, zb_params p,
                         zb_run_stats *stats = nullptr) {

@@ -138,4 +138,16 @@ inline void reseal(std::vector<uint8_t> &s) {
     zb::put_u32(s.data() + hb - 4, zb::crc32c(s.data(), hb - 4));
 }
 
+// A pw_rel (format v5) stream with byte `off` of its inner stream's header flipped (0x01) and that inner header's
+// own CRC fixed, then the container resealed: the inner header parses but no longer matches the container.
+// hb: the container's header bytes (the inner stream starts after 8 parameter bytes).
+inline void flip_inner_header_byte(std::vector<uint8_t> &t, size_t hb, size_t off) {
+    uint8_t *inner = t.data() + hb + 8;
+    inner[off] ^= 0x01;
+    const int nseg = zb::get_u16(inner + 14);
+    const size_t ihb = zb::kHeaderFixedBytes + 16 * (size_t)nseg + 8;
+    zb::put_u32(inner + ihb - 4, zb::crc32c(inner, ihb - 4));
+    reseal(t);
+}
+
 }  // namespace zbt
