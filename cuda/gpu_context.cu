@@ -1,6 +1,7 @@
 // The CUDA backend's per-process context: device choice (ZBOUND_DEVICE), stream, arenas, pinned staging, events.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -100,12 +101,31 @@ namespace {
 constexpr size_t kPinnedBytes = (size_t)8 << 20;  // per staging buffer
 
 struct InitResult {
-    Context *ctx = nullptr;
+    Context *ctx = nullptr;  // the pool's first context
     std::string why;
 };
 
-// Creates the context; on failure returns the reason. Runs once per process.
-InitResult create_context() {
+// One more context on device `dev`: stream, pinned staging, timing events, CRC tables. Throws Failure.
+std::unique_ptr<Context> make_context(int dev) {
+    std::unique_ptr<Context> c(new Context);
+    c->device = dev;
+    ZB_CUDA(cudaSetDevice(dev));
+    ZB_CUDA(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev));
+    ZB_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; ++i) {
+        ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->pinned[i]), kPinnedBytes, cudaHostAllocDefault));
+        ZB_CUDA(cudaEventCreateWithFlags(&c->pinned_done[i], cudaEventDisableTiming));
+    }
+    c->pinned_bytes = kPinnedBytes;
+    ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), 4096, cudaHostAllocDefault));
+    for (auto &ev : c->timer) ZB_CUDA(cudaEventCreate(&ev));
+    init_crc_tables(*c);
+    ZB_CUDA(cudaStreamSynchronize(c->stream));
+    return c;
+}
+
+// Chooses the device and creates the pool's first context; on failure returns the reason. Runs once per process.
+InitResult create_first_context() {
     InitResult r;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -129,39 +149,42 @@ InitResult create_context() {
         }
         dev = (int)v;
     }
-    std::unique_ptr<Context> c(new Context);
-    c->device = dev;
     try {
-        ZB_CUDA(cudaSetDevice(dev));
-        ZB_CUDA(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev));
-        ZB_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-        for (int i = 0; i < 2; ++i) {
-            ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->pinned[i]), kPinnedBytes, cudaHostAllocDefault));
-            ZB_CUDA(cudaEventCreateWithFlags(&c->pinned_done[i], cudaEventDisableTiming));
-        }
-        c->pinned_bytes = kPinnedBytes;
-        ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), 4096, cudaHostAllocDefault));
-        for (auto &ev : c->timer) ZB_CUDA(cudaEventCreate(&ev));
-        init_crc_tables(*c);
-        ZB_CUDA(cudaStreamSynchronize(c->stream));
+        r.ctx = make_context(dev).release();  // lives for the whole process
     } catch (const Failure &f) {
+        // Half-made CUDA objects of a device that cannot be used are leaked on purpose: tearing them down only
+        // risks more errors, and the process will not use this device.
         r.why = f.msg;
         (void)cudaGetLastError();
-        // Leak what was created: the process cannot use this device anyway, and tearing down half-made CUDA
-        // objects of a broken device only risks more errors.
-        c.release();
-        return r;
     }
-    r.ctx = c.release();  // lives for the whole process
     return r;
 }
 
 const InitResult &init_once() {
-    static const InitResult r = create_context();  // thread-safe static initialization
+    static const InitResult r = create_first_context();  // thread-safe static initialization
     return r;
 }
 
+// The contexts of the process and which of them are leased. Contexts are never destroyed (the driver may be gone
+// at process exit).
+struct Pool {
+    std::mutex mu;
+    std::condition_variable freed;
+    std::vector<Context *> all;
+    std::vector<bool> busy;
+};
+
+Pool &pool() {
+    static Pool *p = new Pool;  // never destroyed: leases may be released during static destruction
+    return *p;
+}
+
 }  // namespace
+
+int pool_size() {
+    static const int v = (int)std::min<long long>(16, std::max<long long>(1, env_integer("ZBOUND_GPU_STREAMS", 4)));
+    return v;
+}
 
 bool try_context(std::string *why) {
     const InitResult &r = init_once();
@@ -169,11 +192,59 @@ bool try_context(std::string *why) {
     return r.ctx != nullptr;
 }
 
-Context &context() {
+ContextLease::ContextLease() {
     const InitResult &r = init_once();
     if (!r.ctx) fail(ZB_ERR_GPU, r.why);
-    ZB_CUDA(cudaSetDevice(r.ctx->device));  // the current device is per host thread
-    return *r.ctx;
+    Pool &p = pool();
+    std::unique_lock<std::mutex> lock(p.mu);
+    if (p.all.empty()) {
+        p.all.push_back(r.ctx);
+        p.busy.push_back(false);
+    }
+    for (;;) {
+        // The first free context: a caller that runs one call at a time always gets the same warm context.
+        for (size_t i = 0; i < p.all.size(); ++i) {
+            if (!p.busy[i]) {
+                p.busy[i] = true;
+                c_ = p.all[i];
+                index_ = i;
+                break;
+            }
+        }
+        if (c_) break;
+        if ((int)p.all.size() < pool_size()) {
+            try {
+                std::unique_ptr<Context> fresh = make_context(r.ctx->device);
+                p.all.push_back(fresh.release());
+                p.busy.push_back(true);
+                c_ = p.all.back();
+                index_ = p.all.size() - 1;
+                break;
+            } catch (const Failure &) {
+                // Out of pinned or device memory for one more: wait for a context in use instead.
+                (void)cudaGetLastError();
+            }
+        }
+        p.freed.wait(lock);
+    }
+    lock.unlock();
+    try {
+        ZB_CUDA(cudaSetDevice(c_->device));  // the current device is per host thread
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+void ContextLease::release() {
+    if (!c_) return;
+    Pool &p = pool();
+    {
+        std::lock_guard<std::mutex> lock(p.mu);
+        p.busy[index_] = false;
+    }
+    p.freed.notify_one();
+    c_ = nullptr;
 }
 
 // ---- staging -----------------------------------------------------------------------------------------------------

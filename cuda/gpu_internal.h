@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include "zb_format.h"
 #include "zb_quant.h"
@@ -96,8 +95,7 @@ constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 struct Context {
     int device = -1;
     int sm_count = 0;
-    cudaStream_t stream = nullptr;   // internal stream of the host API
-    std::mutex mu;                   // one call at a time per process (guards arenas, staging, events)
+    cudaStream_t stream = nullptr;   // the context's own stream (host API, batches)
     Arena arena[kArenaCount];
     // Two pinned staging buffers: the host copies into one while the DMA engine drains the other.
     uint8_t *pinned[2] = {nullptr, nullptr};
@@ -110,9 +108,29 @@ struct Context {
     uint8_t *host_small = nullptr;
 };
 
-// The process-wide context, created on first use (thread-safe). Throws Failure when no GPU can be used.
-Context &context();
-// True when context() would succeed. Never throws; `why` gets the reason when false.
+// The contexts form a pool of up to pool_size() (ZBOUND_GPU_STREAMS, 1..16, default 4), created on demand: each
+// call leases one for its whole duration (its arenas, staging buffers, events and stream are the call's alone), so
+// calls from several host threads run concurrently on the GPU. A caller that makes one call at a time always gets
+// the first context. The first context is created on first use (thread-safe).
+int pool_size();
+
+// Leases a free context, creating one while fewer than pool_size() exist, else waiting for one to be released.
+// Throws Failure when no GPU can be used. Makes the context's device current on the calling thread.
+class ContextLease {
+public:
+    ContextLease();
+    ~ContextLease() { release(); }
+    ContextLease(const ContextLease &) = delete;
+    ContextLease &operator=(const ContextLease &) = delete;
+    Context &get() const { return *c_; }
+
+private:
+    void release();
+    Context *c_ = nullptr;
+    size_t index_ = 0;
+};
+
+// True when a context can be leased (the first one was created). Never throws; `why` gets the reason when false.
 bool try_context(std::string *why);
 
 // Staged copies between pageable host memory and the device on `s` (both return when the copy is complete).

@@ -1,9 +1,16 @@
 // zb::gpu_ops(): the CUDA backend's entry points as core/ calls them (core/internal/zb_gpu_ops.h).
-// Each entry point takes the context lock, runs the codec, and turns every failure into a status and a message;
-// no exception leaves this file.
+// Each entry point leases a context of the pool (gpu_internal.h), runs the codec, and turns every failure into a
+// status and a message; no exception leaves this file. The batch entry points run their chunks on several leased
+// contexts at once, one host thread each.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
 #include "gpu_internal.h"
 #include "interp_gpu.h"
 #include "pwrel_gpu.h"
@@ -26,15 +33,22 @@ void fill_stats(zb_run_stats *st, double kernel, double t0, size_t in, size_t ou
     st->bytes_out = out;
 }
 
-// Runs f(); converts failures. After a failure the stream is drained (errors ignored) so that no queued work of
-// this call still uses the arenas when the next call starts.
-template <typename F> zb_status guarded(std::string &msg, cudaStream_t *stream, F &&f) {
+// Leases a context (gpu_internal.h), runs f(context, stream) and turns failures into a status and `msg`. The
+// stream is the caller's (`given`, device API) or, with own_stream, the context's own (host API, batches). After a
+// failure the stream is drained before the lease ends, so that no queued work of this call still uses the
+// context's buffers when the next call gets it.
+template <typename F> zb_status leased(std::string &msg, bool own_stream, cudaStream_t given, F &&f) {
+    std::unique_ptr<gpu::ContextLease> lease;  // outlives the handlers below
+    cudaStream_t s = given;
     auto drain = [&] {
-        if (stream && *stream) (void)cudaStreamSynchronize(*stream);
+        if (lease && s) (void)cudaStreamSynchronize(s);
         (void)cudaGetLastError();  // clear a non-sticky error so later calls start clean
     };
     try {
-        return f();
+        lease.reset(new gpu::ContextLease);
+        gpu::Context &c = lease->get();
+        if (own_stream) s = c.stream;
+        return f(c, s);
     } catch (const gpu::Failure &e) {
         drain();
         msg = e.msg;
@@ -86,11 +100,7 @@ zb_status compress_host(const zb_params &user_p, zb_dtype dtype, const void *src
     bool v2 = false;
     zb_params p;
     if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
-    cudaStream_t s = nullptr;
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        s = c.stream;
+    return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
         gpu::KernelTimer timer(c, s);
         const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
         size_t len;
@@ -112,11 +122,7 @@ zb_status compress_host(const zb_params &user_p, zb_dtype dtype, const void *src
 zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
-    cudaStream_t s = nullptr;
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        s = c.stream;
+    return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
         gpu::KernelTimer timer(c, s);
         const uint8_t *payload = src + h.header_bytes();
         // The payload checksum was verified by read_header on the host.
@@ -134,97 +140,194 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
     });
 }
 
-zb_status compress_device(const zb_params &user_p, zb_dtype dtype, const void *d_src, const Shape &shape, void *d_dst,
+// zb_compress_device's work on a leased context and stream s.
+zb_status compress_on_device(gpu::Context &c, cudaStream_t s, const zb_params &user_p, zb_dtype dtype,
+                             const void *d_src, const Shape &shape, void *d_dst, size_t dst_capacity, size_t *dst_len,
+                             double t0, zb_run_stats *stats, std::string &msg) {
+    const size_t vb = dtype == ZB_F64 ? 8 : 4;
+    const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
+    if (user_p.mode == ZB_MODE_PW_REL) {
+        double kernel = 0;
+        *dst_len = gpu::pwrel_encode(c, user_p, dtype, shape, d_src, nullptr, out, true, s, &kernel);
+        fill_stats(stats, kernel, t0, (size_t)shape.n * vb, *dst_len);
+        return ZB_OK;
+    }
+    // predictor / encoder auto: the host API's choice, made from the device data (same bytes as zb_compress).
+    zb_params chosen = user_p;
+    if (user_p.predictor == ZB_PRED_AUTO || user_p.encoder == ZB_ENC_AUTO)
+        chosen = dtype == ZB_F64 ? gpu::choose_on_device(c, user_p, shape, static_cast<const double *>(d_src), s)
+                                 : gpu::choose_on_device(c, user_p, shape, static_cast<const float *>(d_src), s);
+    bool v2 = false;
+    zb_params p;
+    if (!gpu_pipeline(chosen, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
+    gpu::KernelTimer timer(c, s);
+    size_t len;
+    if (dtype == ZB_F64) {
+        const double *x = static_cast<const double *>(d_src);
+        len = v2 ? gpu::v2_encode<double>(c, p, shape, x, nullptr, out, s, timer)
+                 : gpu::encode<double>(c, p, shape, x, nullptr, out, s, timer);
+    } else {
+        const float *x = static_cast<const float *>(d_src);
+        len = v2 ? gpu::v2_encode<float>(c, p, shape, x, nullptr, out, s, timer)
+                 : gpu::encode<float>(c, p, shape, x, nullptr, out, s, timer);
+    }
+    *dst_len = len;
+    fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * vb, len);
+    return ZB_OK;
+}
+
+zb_status misaligned_source(const void *d_src, zb_dtype dtype, std::string &msg) {
+    if (reinterpret_cast<uintptr_t>(d_src) % (dtype == ZB_F64 ? 8 : 4) == 0) return ZB_OK;
+    msg = "device source array is not aligned to its value size";
+    return ZB_ERR_INVALID_ARG;
+}
+
+zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src, const Shape &shape, void *d_dst,
                           size_t dst_capacity, size_t *dst_len, void *stream, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
-    const size_t vb = dtype == ZB_F64 ? 8 : 4;
-    if (reinterpret_cast<uintptr_t>(d_src) % vb) {
-        msg = "device source array is not aligned to its value size";
-        return ZB_ERR_INVALID_ARG;
-    }
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (user_p.mode == ZB_MODE_PW_REL) {
-        return guarded(msg, &s, [&]() -> zb_status {
-            gpu::Context &c = gpu::context();
-            std::lock_guard<std::mutex> lock(c.mu);
-            const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
-            double kernel = 0;
-            *dst_len = gpu::pwrel_encode(c, user_p, dtype, shape, d_src, nullptr, out, true, s, &kernel);
-            fill_stats(stats, kernel, t0, (size_t)shape.n * vb, *dst_len);
-            return ZB_OK;
-        });
-    }
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        // predictor / encoder auto: the host API's choice, made from the device data (same bytes as zb_compress).
-        zb_params chosen = user_p;
-        if (user_p.predictor == ZB_PRED_AUTO || user_p.encoder == ZB_ENC_AUTO)
-            chosen = dtype == ZB_F64 ? gpu::choose_on_device(c, user_p, shape, static_cast<const double *>(d_src), s)
-                                     : gpu::choose_on_device(c, user_p, shape, static_cast<const float *>(d_src), s);
-        bool v2 = false;
-        zb_params p;
-        if (!gpu_pipeline(chosen, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
-        gpu::KernelTimer timer(c, s);
-        const gpu::StreamTarget out{true, static_cast<uint8_t *>(d_dst), dst_capacity};
-        size_t len;
-        if (dtype == ZB_F64) {
-            const double *x = static_cast<const double *>(d_src);
-            len = v2 ? gpu::v2_encode<double>(c, p, shape, x, nullptr, out, s, timer)
-                     : gpu::encode<double>(c, p, shape, x, nullptr, out, s, timer);
-        } else {
-            const float *x = static_cast<const float *>(d_src);
-            len = v2 ? gpu::v2_encode<float>(c, p, shape, x, nullptr, out, s, timer)
-                     : gpu::encode<float>(c, p, shape, x, nullptr, out, s, timer);
-        }
-        *dst_len = len;
-        fill_stats(stats, timer.seconds(), t0, (size_t)shape.n * vb, len);
-        return ZB_OK;
+    if (zb_status st = misaligned_source(d_src, dtype, msg)) return st;
+    return leased(msg, false, static_cast<cudaStream_t>(stream), [&](gpu::Context &c, cudaStream_t s) {
+        return compress_on_device(c, s, p, dtype, d_src, shape, d_dst, dst_capacity, dst_len, t0, stats, msg);
     });
+}
+
+// zb_decompress_device's work on a leased context and stream s.
+zb_status decompress_on_device(gpu::Context &c, cudaStream_t s, const uint8_t *d_src, size_t src_len, void *d_dst,
+                               size_t dst_capacity, double t0, zb_run_stats *stats, std::string &msg) {
+    gpu::KernelTimer timer(c, s);
+    // The header is parsed on the host: copy at most the largest header there is.
+    const size_t max_header = kHeaderFixedBytes + 16 * kMaxSegments + 8;
+    const size_t hcopy = src_len < max_header ? src_len : max_header;
+    uint8_t *hdr = c.host_small;
+    std::memset(hdr, 0, max_header);
+    if (hcopy) ZB_CUDA(cudaMemcpyAsync(hdr, d_src, hcopy, cudaMemcpyDeviceToHost, s));
+    ZB_CUDA(cudaStreamSynchronize(s));
+    Header h;
+    if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
+    if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
+    const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
+    if (dst_capacity < out_bytes) {
+        msg = "destination holds " + std::to_string(dst_capacity) + " bytes, the stream decodes to " +
+              std::to_string(out_bytes);
+        return ZB_ERR_BUFFER_TOO_SMALL;
+    }
+    if (h.version == kFormatVersionV5) {
+        double kernel = 0;
+        gpu::pwrel_decode(c, h, d_src, true, d_dst, true, true, s, &kernel);
+        fill_stats(stats, kernel, t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
+        return ZB_OK;
+    }
+    const uint8_t *payload = d_src + h.header_bytes();
+    if (h.version != kFormatVersionV1) {
+        if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+        else gpu::v2_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+    } else if (h.dtype == ZB_F64) {
+        gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
+    } else {
+        gpu::decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+    }
+    fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
+    return ZB_OK;
 }
 
 zb_status decompress_device(const uint8_t *d_src, size_t src_len, void *d_dst, size_t dst_capacity, void *stream,
                             zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        gpu::KernelTimer timer(c, s);
-        // The header is parsed on the host: copy at most the largest header there is.
-        const size_t max_header = kHeaderFixedBytes + 16 * kMaxSegments + 8;
-        const size_t hcopy = src_len < max_header ? src_len : max_header;
-        uint8_t *hdr = c.host_small;
-        std::memset(hdr, 0, max_header);
-        if (hcopy) ZB_CUDA(cudaMemcpyAsync(hdr, d_src, hcopy, cudaMemcpyDeviceToHost, s));
-        ZB_CUDA(cudaStreamSynchronize(s));
-        Header h;
-        if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
-        if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
-        const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
-        if (dst_capacity < out_bytes) {
-            msg = "destination holds " + std::to_string(dst_capacity) + " bytes, the stream decodes to " +
-                  std::to_string(out_bytes);
-            return ZB_ERR_BUFFER_TOO_SMALL;
+    return leased(msg, false, static_cast<cudaStream_t>(stream), [&](gpu::Context &c, cudaStream_t s) {
+        return decompress_on_device(c, s, d_src, src_len, d_dst, dst_capacity, t0, stats, msg);
+    });
+}
+
+// ---- batches -------------------------------------------------------------------------------------------------------
+
+// Runs item(i, stats_i, msg_i) for every i < count on up to pool_size() host threads, each with its own leased
+// context (its own stream), after the caller's stream has drained. statuses[i] (optional) gets each item's status;
+// returns the first failed item's status with "chunk i: ..." in msg. stats: the items' sums, total_seconds the wall
+// time of the whole batch.
+template <typename Item>
+zb_status run_batch(size_t count, cudaStream_t caller, zb_status *statuses, zb_run_stats *stats, std::string &msg,
+                    Item &&item) {
+    const double t0 = now_seconds();
+    const cudaError_t before = cudaStreamSynchronize(caller);  // work queued before the call comes first
+    if (before != cudaSuccess) {
+        (void)cudaGetLastError();
+        msg = std::string("the caller's CUDA stream failed before the batch: ") + cudaGetErrorString(before);
+        return ZB_ERR_GPU;
+    }
+    std::vector<zb_status> st(count, ZB_OK);
+    std::vector<std::string> msgs(count);
+    std::vector<zb_run_stats> per(count);
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < count;) {
+            per[i] = zb_run_stats{};
+            st[i] = item(i, &per[i], msgs[i]);
         }
-        if (h.version == kFormatVersionV5) {
-            double kernel = 0;
-            gpu::pwrel_decode(c, h, d_src, true, d_dst, true, true, s, &kernel);
-            fill_stats(stats, kernel, t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
-            return ZB_OK;
+    };
+    const size_t nthreads = std::min<size_t>(count, (size_t)gpu::pool_size());
+    std::vector<std::thread> helpers;
+    try {
+        for (size_t t = 1; t < nthreads; ++t) helpers.emplace_back(worker);
+    } catch (const std::system_error &) {
+        // No more host threads: the ones started (and this one) do the whole batch.
+    }
+    worker();
+    for (std::thread &h : helpers) h.join();
+    zb_status first = ZB_OK;
+    zb_run_stats sum{};
+    for (size_t i = 0; i < count; ++i) {
+        if (statuses) statuses[i] = st[i];
+        if (st[i] != ZB_OK && first == ZB_OK) {
+            first = st[i];
+            msg = "chunk " + std::to_string(i) + " of the batch: " + msgs[i];
         }
-        const uint8_t *payload = d_src + h.header_bytes();
-        if (h.version != kFormatVersionV1) {
-            if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
-            else gpu::v2_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
-        } else if (h.dtype == ZB_F64) {
-            gpu::decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
-        } else {
-            gpu::decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
+        sum.kernel_seconds += per[i].kernel_seconds;
+        sum.bytes_in += per[i].bytes_in;
+        sum.bytes_out += per[i].bytes_out;
+    }
+    if (stats) {
+        *stats = sum;
+        stats->backend_used = ZB_BACKEND_GPU;
+        stats->total_seconds = now_seconds() - t0;
+    }
+    return first;
+}
+
+zb_status compress_device_batch(const zb_params &p, zb_dtype dtype, const Shape &shape, size_t count,
+                                const void *const *d_srcs, void *const *d_dsts, size_t dst_capacity, size_t *dst_lens,
+                                zb_status *statuses, void *stream, zb_run_stats *stats, std::string &msg) {
+    if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
+    return run_batch(count, static_cast<cudaStream_t>(stream), statuses, stats, msg,
+                     [&](size_t i, zb_run_stats *st, std::string &m) -> zb_status {
+        dst_lens[i] = 0;
+        if (!d_srcs[i] || !d_dsts[i]) {
+            m = "null buffer";
+            return ZB_ERR_INVALID_ARG;
         }
-        fill_stats(stats, timer.seconds(), t0, h.header_bytes() + (size_t)h.payload_bytes(), out_bytes);
-        return ZB_OK;
+        if (zb_status bad = misaligned_source(d_srcs[i], dtype, m)) return bad;
+        const double t0 = now_seconds();
+        return leased(m, true, nullptr, [&](gpu::Context &c, cudaStream_t s) {
+            return compress_on_device(c, s, p, dtype, d_srcs[i], shape, d_dsts[i], dst_capacity, &dst_lens[i], t0,
+                                      st, m);
+        });
+    });
+}
+
+zb_status decompress_device_batch(size_t count, const void *const *d_srcs, const size_t *src_lens,
+                                  void *const *d_dsts, size_t dst_capacity, zb_status *statuses, void *stream,
+                                  zb_run_stats *stats, std::string &msg) {
+    return run_batch(count, static_cast<cudaStream_t>(stream), statuses, stats, msg,
+                     [&](size_t i, zb_run_stats *st, std::string &m) -> zb_status {
+        if (!d_srcs[i] || !d_dsts[i]) {
+            m = "null buffer";
+            return ZB_ERR_INVALID_ARG;
+        }
+        const double t0 = now_seconds();
+        return leased(m, true, nullptr, [&](gpu::Context &c, cudaStream_t s) {
+            return decompress_on_device(c, s, static_cast<const uint8_t *>(d_srcs[i]), src_lens[i], d_dsts[i],
+                                        dst_capacity, t0, st, m);
+        });
     });
 }
 
@@ -232,11 +335,7 @@ zb_status pwrel_compress_host(const zb_params &p, zb_dtype dtype, const void *sr
                               size_t dst_capacity, size_t *dst_len, zb_run_stats *stats, std::string &msg) {
     const double t0 = now_seconds();
     if (shape.n > gpu::kMaxValues) return too_large(msg, shape.n);
-    cudaStream_t s = nullptr;
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        s = c.stream;
+    return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
         const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
         double kernel = 0;
         *dst_len = gpu::pwrel_encode(c, p, dtype, shape, nullptr, src, out, true, s, &kernel);
@@ -249,11 +348,7 @@ zb_status pwrel_decompress_host(const Header &h, const uint8_t *src, void *dst, 
                                 std::string &msg) {
     const double t0 = now_seconds();
     if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
-    cudaStream_t s = nullptr;
-    return guarded(msg, &s, [&]() -> zb_status {
-        gpu::Context &c = gpu::context();
-        std::lock_guard<std::mutex> lock(c.mu);
-        s = c.stream;
+    return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
         double kernel = 0;
         // The payload checksum was verified by read_header on the host.
         gpu::pwrel_decode(c, h, src, false, dst, false, false, s, &kernel);
@@ -263,8 +358,9 @@ zb_status pwrel_decompress_host(const Header &h, const uint8_t *src, void *dst, 
     });
 }
 
-const GpuOps kOps = {available,         compress_host,       decompress_host,      compress_device,
-                     decompress_device, pwrel_compress_host, pwrel_decompress_host};
+const GpuOps kOps = {available,           compress_host,          decompress_host,
+                     compress_device,     decompress_device,      compress_device_batch,
+                     decompress_device_batch, pwrel_compress_host, pwrel_decompress_host};
 
 }  // namespace
 

@@ -1057,8 +1057,8 @@ zb_status ratio_encode_gpu(const uint16_t *d_symbols, uint64_t n, uint32_t alpha
                            const RatioOptions &opt) {
     Arena local, out_arena;  // outlive guarded_call, which drains the stream after a failure
     return guarded_call(msg, s, [&] {
-        Context &c = context();
-        std::lock_guard<std::mutex> lock(c.mu);
+        ContextLease lease;
+        Context &c = lease.get();
         Arena &work = scratch ? *scratch : local;
         RatioEncoder enc;
         enc.plan(c, work, d_symbols, n, alphabet, s, nullptr, opt);
@@ -1086,8 +1086,8 @@ zb_status ratio_decode_gpu(const ByteSpan *d_segments, uint64_t n, uint32_t alph
                            uint16_t *d_symbols, std::string &msg, Arena *scratch, bool allow_runs) {
     Arena local;
     return guarded_call(msg, s, [&] {
-        Context &c = context();
-        std::lock_guard<std::mutex> lock(c.mu);
+        ContextLease lease;
+        Context &c = lease.get();
         ratio_decode(c, scratch ? *scratch : local, d_segments, nullptr, n, alphabet, d_symbols, s, nullptr, allow_runs);
     });
 }

@@ -112,12 +112,45 @@ def test_refusals(tmp_path):
             zbound.read_chunks(ok, out=np.empty((10, 10), "f8"))
 
 
-def test_device_arrays_round_trip(tmp_path):
-    """A CuPy array: chunks compressed on the GPU are the CPU's bytes (the filter's), and read_chunks(device=True)
-    gives the same values as the CPU read."""
+def _cupy_or_skip():
     cp = pytest.importorskip("cupy")
     if not zbound.gpu_available():
         pytest.skip("no usable GPU")
+    return cp
+
+
+@pytest.mark.parametrize("window", [None, 1 << 20])
+@pytest.mark.parametrize("mode,bound,pred,enc,fill,dtype", CASES)
+def test_device_arrays_round_trip(tmp_path, monkeypatch, window, mode, bound, pred, enc, fill, dtype):
+    """A CuPy array, chunked along every dimension with edge chunks (chunks gathered into staging buffers) and,
+    with a 1 MB window, in many batches (the double buffering): the GPU's chunks are the CPU's bytes (the
+    filter's), and read_chunks(device=True) gives the same values as the CPU read."""
+    cp = _cupy_or_skip()
+    if window:
+        monkeypatch.setattr(zbound.direct, "_WINDOW_BYTES", window)
+    a = _field((45, 60, 70), dtype, seed=5)
+    if fill is not None:
+        a[3:5, 10:20, :] = fill
+    kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 20, 32), fillvalue=fill,
+              **zbound.Filter(**{mode: bound}, predictor=pred, encoder=enc))
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        via_filter = f.create_dataset("filter", **kw)
+        via_filter[...] = a
+        dev = f.create_dataset("dev", **kw)
+        zbound.write_chunks(dev, cp.asarray(a))
+        sa, sb = _stored_chunks(via_filter), _stored_chunks(dev)
+        assert sa.keys() == sb.keys() and len(sa) == 3 * 3 * 3
+        for off in sa:
+            assert sa[off] == sb[off], f"chunk {off}: different bytes"
+        back = zbound.read_chunks(dev, device=True)
+        assert isinstance(back, cp.ndarray)
+        assert np.array_equal(uint_view(cp.asnumpy(back)), uint_view(via_filter[...]))
+
+
+def test_device_whole_chunks_in_place(tmp_path):
+    """Chunks that are whole slabs of the array (chunked along the slowest dimension only) are compressed from and
+    decompressed into the user's arrays in place; the result is the CPU's, and an `out` array is filled."""
+    cp = _cupy_or_skip()
     a = _field((64, 128, 96), "f4", seed=5)
     kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 128, 96), **zbound.Filter(rel=1e-3))
     with h5py.File(tmp_path / "d.h5", "w") as f:
@@ -125,8 +158,25 @@ def test_device_arrays_round_trip(tmp_path):
         zbound.write_chunks(host, a)
         dev = f.create_dataset("dev", **kw)
         zbound.write_chunks(dev, cp.asarray(a))
-        sa, sb = _stored_chunks(host), _stored_chunks(dev)
-        assert sa == sb
-        back = zbound.read_chunks(dev, device=True)
-        assert isinstance(back, cp.ndarray)
-        assert np.array_equal(uint_view(cp.asnumpy(back)), uint_view(zbound.read_chunks(host)))
+        assert _stored_chunks(host) == _stored_chunks(dev)
+        out = cp.full(a.shape, 7.0, dtype=a.dtype)
+        back = zbound.read_chunks(dev, out=out)
+        assert back is out
+        assert np.array_equal(uint_view(cp.asnumpy(out)), uint_view(zbound.read_chunks(host)))
+
+
+def test_device_read_of_unfiltered_and_missing_chunks(tmp_path):
+    """read_chunks(device=True) copies a chunk stored unfiltered (filter mask 1) as it is and fills the chunks
+    never written with the fill value, as h5py's read does."""
+    cp = _cupy_or_skip()
+    a = _field((40, 50), "f4", seed=3)
+    kw = dict(shape=a.shape, dtype=a.dtype, chunks=(20, 25), fillvalue=-5.0, **zbound.Filter(abs=1e-3))
+    with h5py.File(tmp_path / "u.h5", "w") as f:
+        ds = f.create_dataset("x", **kw)
+        ds[0:20, 0:25] = a[0:20, 0:25]
+        ds.id.write_direct_chunk((20, 0), np.ascontiguousarray(a[20:40, 0:25]).tobytes(), filter_mask=1)
+        expect = ds[...]
+        back = zbound.read_chunks(ds, device=True)
+        assert np.array_equal(uint_view(cp.asnumpy(back)), uint_view(expect))
+        assert np.array_equal(cp.asnumpy(back)[20:40, 0:25], a[20:40, 0:25])
+        assert np.all(cp.asnumpy(back)[:, 25:] == -5.0)

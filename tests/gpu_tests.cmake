@@ -1,13 +1,15 @@
 # GPU backend tests: CPU/GPU byte parity (synthetic and real data), cross decoding, the device-pointer API and
 # corrupted streams, for the Lorenzo predictor with either encoder (v1, and v2/v4 in the LorenzoRatio* tests) and the
-# interp pipeline (gpu_interp_test.cpp). Where no GPU can be used
+# interp pipeline (gpu_interp_test.cpp), the batched device API and concurrent calls (gpu_batch_test.cpp). Where no
+# GPU can be used
 # (CI, CPU-only builds) every GPU test skips with a visible "no GPU: ..." message.
 add_executable(gpu_tests
   gpu_parity_test.cpp
   gpu_realdata_test.cpp
   gpu_device_api_test.cpp
   gpu_corrupt_test.cpp
-  gpu_interp_test.cpp)
+  gpu_interp_test.cpp
+  gpu_batch_test.cpp)
 target_link_libraries(gpu_tests PRIVATE zbound_static GTest::gtest_main)
 target_include_directories(gpu_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(gpu_tests PRIVATE

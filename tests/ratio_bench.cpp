@@ -115,8 +115,8 @@ void bench_cpu(const Stream &s, int threads, int repeat) {
 bool bench_gpu(const Stream &s, int repeat, int lg = zb::kRatioSubBlockLog2) {
     using namespace zb::gpu;
     const uint64_t n = s.sym.size();
-    Context &c = context();
-    std::lock_guard<std::mutex> lock(c.mu);
+    ContextLease lease;
+    Context &c = lease.get();
     cudaStream_t st = c.stream;
     uint16_t *d_sym = nullptr, *d_out = nullptr;
     CK(cudaMalloc(&d_sym, 2 * n));

@@ -141,6 +141,28 @@ ZB_API zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, con
 ZB_API zb_status zb_decompress_device(const void *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
                                       void *cuda_stream, zb_run_stats *stats);
 
+/** Compress `count` device arrays of one dtype and shape (the chunks of a dataset) in one call: chunk i is read
+ *  from d_srcs[i] and its stream written to d_dsts[i] (room for dst_capacity bytes each, zb_compress_bound), its
+ *  length to dst_lens[i]. The chunks run several at a time, each on a CUDA stream of the library's own (up to
+ *  ZBOUND_GPU_STREAMS at once, default 4), which hides the per-chunk launches and synchronizations that dominate
+ *  chunks of a few MB. Work queued on `cuda_stream` (or the default stream when NULL) before the call is finished
+ *  before any chunk is read; every stream is complete on return. Chunk i's bytes are zb_compress_device's for that
+ *  chunk. `statuses` (may be NULL) receives each chunk's status; the call returns ZB_OK when every chunk succeeded,
+ *  else the first failed chunk's status, and zb_last_error() names that chunk (a call refused before any chunk
+ *  runs, for bad arguments or no GPU, leaves `statuses` as it was). `stats` (may be NULL): kernel time
+ *  and bytes summed over the chunks, total_seconds the wall time of the call. */
+ZB_API zb_status zb_compress_device_batch(const zb_params *params, zb_dtype dtype, int rank, const size_t *dims,
+                                          size_t count, const void *const *d_srcs, void *const *d_dsts,
+                                          size_t dst_capacity, size_t *dst_lens, zb_status *statuses,
+                                          void *cuda_stream, zb_run_stats *stats);
+
+/** Decompress `count` streams held in device memory (d_srcs[i], src_lens[i] bytes) into device buffers d_dsts[i]
+ *  of dst_capacity bytes each, several at a time as zb_compress_device_batch does; statuses, return value, stream
+ *  order and stats as there. */
+ZB_API zb_status zb_decompress_device_batch(size_t count, const void *const *d_srcs, const size_t *src_lens,
+                                            void *const *d_dsts, size_t dst_capacity, zb_status *statuses,
+                                            void *cuda_stream, zb_run_stats *stats);
+
 /** 1 if this build has the CUDA backend and a GPU can be used now, else 0 (never fails). */
 ZB_API int zb_gpu_available(void);
 

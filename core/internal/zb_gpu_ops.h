@@ -25,6 +25,15 @@ struct GpuOps {
                                  zb_run_stats *stats, std::string &msg);
     zb_status (*decompress_device)(const uint8_t *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
                                    void *stream, zb_run_stats *stats, std::string &msg);
+    // Batches of device arrays of one dtype and shape (zb_compress_device_batch / zb_decompress_device_batch):
+    // chunk i as the single-array calls would do it, several chunks at once on the pool's streams.
+    zb_status (*compress_device_batch)(const zb_params &p, zb_dtype dtype, const Shape &shape, size_t count,
+                                       const void *const *d_srcs, void *const *d_dsts, size_t dst_capacity,
+                                       size_t *dst_lens, zb_status *statuses, void *stream, zb_run_stats *stats,
+                                       std::string &msg);
+    zb_status (*decompress_device_batch)(size_t count, const void *const *d_srcs, const size_t *src_lens,
+                                         void *const *d_dsts, size_t dst_capacity, zb_status *statuses, void *stream,
+                                         zb_run_stats *stats, std::string &msg);
     // The point-wise relative mode (format v5) from and to host memory, transform and check on the device: the
     // same bytes as core's pwrel_compress (the inner pipeline chosen from the log magnitudes like zb_compress's
     // CPU path), and pwrel_decompress of a stream whose header (and payload checksum) read_header validated.

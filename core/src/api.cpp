@@ -399,6 +399,46 @@ zb_status zb_decompress_device(const void *d_src, size_t src_len, void *d_dst, s
     });
 }
 
+zb_status zb_compress_device_batch(const zb_params *params, zb_dtype dtype, int rank, const size_t *dims,
+                                   size_t count, const void *const *d_srcs, void *const *d_dsts, size_t dst_capacity,
+                                   size_t *dst_lens, zb_status *statuses, void *cuda_stream, zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (zb_status s = check_params(params)) return s;
+        if (!dtype_ok(dtype)) return set_error(ZB_ERR_DTYPE, "unsupported dtype");
+        if (count && (!d_srcs || !d_dsts || !dst_lens))
+            return set_error(ZB_ERR_INVALID_ARG, "null array of buffers or lengths");
+        zb::Shape shape;
+        if (!zb::fold_shape(rank, dims, shape)) return set_error(ZB_ERR_INVALID_ARG, "bad shape");
+        const zb::GpuOps *gpu = zb::gpu_ops();
+        if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
+        if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");
+        if (!count) return ZB_OK;
+        std::string msg;
+        if (zb_status s = gpu->compress_device_batch(*params, dtype, shape, count, d_srcs, d_dsts, dst_capacity,
+                                                     dst_lens, statuses, cuda_stream, stats, msg))
+            return set_error(s, msg);
+        return ZB_OK;
+    });
+}
+
+zb_status zb_decompress_device_batch(size_t count, const void *const *d_srcs, const size_t *src_lens,
+                                     void *const *d_dsts, size_t dst_capacity, zb_status *statuses,
+                                     void *cuda_stream, zb_run_stats *stats) {
+    return guarded([&]() -> zb_status {
+        if (count && (!d_srcs || !src_lens || !d_dsts))
+            return set_error(ZB_ERR_INVALID_ARG, "null array of buffers or lengths");
+        const zb::GpuOps *gpu = zb::gpu_ops();
+        if (!gpu) return set_error(ZB_ERR_UNSUPPORTED, "this build has no CUDA backend");
+        if (!gpu->available()) return set_error(ZB_ERR_GPU, "no usable GPU");
+        if (!count) return ZB_OK;
+        std::string msg;
+        if (zb_status s = gpu->decompress_device_batch(count, d_srcs, src_lens, d_dsts, dst_capacity, statuses,
+                                                       cuda_stream, stats, msg))
+            return set_error(s, msg);
+        return ZB_OK;
+    });
+}
+
 int zb_gpu_available(void) {
     try {
         const zb::GpuOps *gpu = zb::gpu_ops();

@@ -255,3 +255,29 @@ def _decompress_device(b, shape, out, stream):
                                 None)
     check(st, "zbound.decompress (device stream)")
     return out
+
+
+def _compress_device_batch(sources, shape, dtype, destinations, capacity, params, stream=None):
+    """Compresses the device arrays at the addresses `sources` (C-contiguous, all of `shape` and `dtype`) into the
+    device buffers at `destinations` (`capacity` bytes each) with one zb_compress_device_batch call, several chunks
+    at a time on the library's CUDA streams; returns the stream lengths. `params`: a _lib.Params."""
+    count = len(sources)
+    L = lib()
+    lens = (ctypes.c_size_t * count)()
+    statuses = (ctypes.c_int * count)()
+    st = L.zb_compress_device_batch(ctypes.byref(params), _dtype_code(dtype), len(shape), _dims(shape), count,
+                                    (ctypes.c_void_p * count)(*sources), (ctypes.c_void_p * count)(*destinations),
+                                    capacity, lens, statuses, _stream_ptr(stream), None)
+    check(st, "zbound.write_chunks (device batch)")
+    return [int(n) for n in lens]
+
+
+def _decompress_device_batch(sources, lengths, destinations, capacity, stream=None):
+    """Decompresses the device streams at the addresses `sources` (`lengths` bytes) into the device buffers at
+    `destinations` (`capacity` bytes each) with one zb_decompress_device_batch call."""
+    count = len(sources)
+    st = lib().zb_decompress_device_batch(count, (ctypes.c_void_p * count)(*sources),
+                                          (ctypes.c_size_t * count)(*lengths),
+                                          (ctypes.c_void_p * count)(*destinations), capacity, None,
+                                          _stream_ptr(stream), None)
+    check(st, "zbound.read_chunks (device batch)")

@@ -137,6 +137,11 @@ def lib():
                                              P(RunStats)]
             L.zb_decompress_device.restype = ctypes.c_int
             L.zb_decompress_device.argtypes = [vp, sz, vp, sz, vp, P(RunStats)]
+            L.zb_compress_device_batch.restype = ctypes.c_int
+            L.zb_compress_device_batch.argtypes = [P(Params), ctypes.c_int, ctypes.c_int, P(sz), sz, P(vp), P(vp), sz,
+                                                   P(sz), P(ctypes.c_int), vp, P(RunStats)]
+            L.zb_decompress_device_batch.restype = ctypes.c_int
+            L.zb_decompress_device_batch.argtypes = [sz, P(vp), P(sz), P(vp), sz, P(ctypes.c_int), vp, P(RunStats)]
             L.zb_gpu_available.restype = ctypes.c_int
             L.zb_gpu_available.argtypes = []
             L.zb_status_string.restype = ctypes.c_char_p

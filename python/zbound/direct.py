@@ -48,6 +48,13 @@ class _Layout:
         self.pad = self.fill if user_fill else dtype.type(0)
         self.dtype, self.shape, self.chunks = dtype, tuple(dset.shape), tuple(dset.chunks)
 
+    def params(self):
+        """zbound.compress keywords of the dataset's filter."""
+        return {self.mode: self.bound, "predictor": self.predictor, "encoder": self.encoder, "fill": self.fill}
+
+    def chunk_bytes(self):
+        return int(np.prod(self.chunks)) * self.dtype.itemsize
+
     def offsets(self):
         grid = [range(0, n, c) for n, c in zip(self.shape, self.chunks)]
         return product(*grid)
@@ -66,41 +73,37 @@ def _threads(threads):
 def write_chunks(dset, data, threads=None, backend="auto"):
     """Compresses every chunk of `data` (a numpy array, or a CuPy / ``__cuda_array_interface__`` array, of the
     dataset's shape) with the dataset's zbound parameters and writes it with ``H5Dwrite_chunk``. Host arrays are
-    compressed by `threads` concurrent calls (default: all cores), device arrays on the GPU. Every chunk is
-    written, so every earlier value of the dataset is replaced."""
+    compressed by `threads` concurrent calls (default: all cores); device arrays on the GPU in batches of chunks
+    (zb_compress_device_batch) while the previous batch is written to the file. Every chunk is written, so every
+    earlier value of the dataset is replaced."""
     lay = _Layout(dset)
     device = is_device_array(data)
     if tuple(data.shape) != lay.shape:
         raise ValueError(f"zbound: data has shape {tuple(data.shape)}, dataset {dset.name} has {lay.shape}")
     if np.dtype(data.dtype) != lay.dtype:
         raise TypeError(f"zbound: data is {np.dtype(data.dtype)}, dataset {dset.name} is {lay.dtype}")
-    kw = {lay.mode: lay.bound, "predictor": lay.predictor, "encoder": lay.encoder, "fill": lay.fill}
+    kw = lay.params()
     if device:
-        import cupy as cp
-        xp = cp
+        import cupy
+        data = cupy.asarray(data)   # any __cuda_array_interface__ array, without a copy
     else:
-        xp = np
         data = np.asarray(data)
 
     def chunk_of(offset):
         outer, inner = lay.region(offset)
         part = data[outer]
         if part.shape == lay.chunks:
-            return xp.ascontiguousarray(part)
-        padded = xp.full(lay.chunks, lay.pad, dtype=lay.dtype)
+            return np.ascontiguousarray(part)
+        padded = np.full(lay.chunks, lay.pad, dtype=lay.dtype)
         padded[inner] = part
         return padded
 
     def compressed(offset):
-        c = chunk_of(offset)
-        if device:
-            return xp.asnumpy(compress(c, **kw)).tobytes()
-        return compress(c, backend=backend, threads=1, **kw)
+        return compress(chunk_of(offset), backend=backend, threads=1, **kw)
 
     offsets = list(lay.offsets())
     if device:
-        for off in offsets:
-            dset.id.write_direct_chunk(off, compressed(off))
+        _write_device_chunks(dset, lay, data, offsets)
         return
     # A bounded window of chunks in flight, so that memory stays a few chunks per thread.
     n = _threads(threads)
@@ -114,8 +117,9 @@ def write_chunks(dset, data, threads=None, backend="auto"):
 def read_chunks(dset, out=None, backend="auto", device=False):
     """Reads every stored chunk with ``H5Dread_chunk`` and decompresses it into `out` (default: a new numpy array,
     or with device=True a CuPy array, decompressed on the GPU). Chunks never written read as the fill value;
-    chunks HDF5 stored unfiltered (an optional filter declined them) are copied as they are. Chunks are decoded
-    one after the other: each decompression already uses every core (ZBOUND_THREADS)."""
+    chunks HDF5 stored unfiltered (an optional filter declined them) are copied as they are. On the host, chunks
+    are decoded one after the other (each decompression already uses every core, ZBOUND_THREADS); on the GPU, in
+    batches (zb_decompress_device_batch) while the next batch is read from the file."""
     lay = _Layout(dset)
     if out is None:
         if device:
@@ -126,29 +130,183 @@ def read_chunks(dset, out=None, backend="auto", device=False):
     elif tuple(out.shape) != lay.shape or np.dtype(out.dtype) != lay.dtype:
         raise ValueError(f"zbound: out must be a {lay.dtype} array of shape {lay.shape}")
     device = is_device_array(out)
+    target = out
+    if device:
+        import cupy as cp
+        target = cp.asarray(out)   # a CuPy view of any __cuda_array_interface__ array
     stored = {}
     for i in range(dset.id.get_num_chunks()):
         info = dset.id.get_chunk_info(i)
         stored[tuple(info.chunk_offset)] = info
     if len(stored) < int(np.prod([-(-n // c) for n, c in zip(lay.shape, lay.chunks)])):
-        out[...] = dset.fillvalue
+        target[...] = dset.fillvalue
+
+    if device:
+        _read_device_chunks(dset, lay, target, [stored[off] for off in sorted(stored)])
+        return out
 
     def decoded(offset):
         mask, raw = dset.id.read_direct_chunk(offset)
         if mask & 1:   # the zbound filter (the only one) was skipped for this chunk: raw values
             return np.frombuffer(raw, dtype=lay.dtype).reshape(lay.chunks)
-        if device:
-            import cupy as cp
-            return decompress(cp.asarray(np.frombuffer(raw, dtype=np.uint8)), shape=lay.chunks)
         return decompress(raw, shape=lay.chunks, backend=backend)
 
-    def place(offset, chunk):
-        outer, inner = lay.region(offset)
-        if device and isinstance(chunk, np.ndarray):
-            import cupy as cp
-            chunk = cp.asarray(chunk)
-        out[outer] = chunk[inner]
-
     for off in sorted(stored):
-        place(off, decoded(off))
+        outer, inner = lay.region(off)
+        out[outer] = decoded(off)[inner]
     return out
+
+
+# ---------------------------------------------------------------- device arrays
+# Chunks go through the GPU in windows of a few hundred MB: the window's chunks are compressed (or decompressed)
+# with one batched call, several at a time on the library's CUDA streams, in a helper thread while the calling
+# thread moves the previous window's streams between HDF5 and pinned host memory.
+
+_WINDOW_BYTES = 256 << 20
+
+
+def _window(lay, count):
+    return max(1, min(count, _WINDOW_BYTES // max(1, lay.chunk_bytes())))
+
+
+def _full_contiguous(view, lay):
+    """True when `view` (a region of the user's device array) is a whole chunk laid out as the chunk itself, so
+    the library can read or write it in place."""
+    return view.shape == lay.chunks and view.flags.c_contiguous
+
+
+class _Staging:
+    """Per-slot device buffers for chunks that are not laid out as a whole chunk in the user's array (edge chunks,
+    chunks of arrays chunked along more than the slowest dimension), allocated on first need."""
+
+    def __init__(self, lay, per):
+        self.lay, self.per, self.buf = lay, per, None
+
+    def slot(self, j):
+        if self.buf is None:
+            import cupy as cp
+            self.buf = cp.empty((self.per,) + self.lay.chunks, dtype=self.lay.dtype)
+        return self.buf[j]
+
+
+def _write_device_chunks(dset, lay, data, offsets):
+    import cupy as cp
+    import cupyx
+
+    from . import _lib
+    from ._api import _compress_device_batch
+
+    params = _lib.make_params(lay.mode, lay.bound, lay.predictor, lay.encoder, "gpu", lay.fill, lay.dtype)
+    cap = int(_lib.lib().zb_compress_bound(_lib.ZB_F64 if lay.dtype.itemsize == 8 else _lib.ZB_F32,
+                                           int(np.prod(lay.chunks))))
+    per = _window(lay, len(offsets))
+    # Two sets of buffers: the GPU fills one while the calling thread writes the other's streams to the file.
+    staging = [_Staging(lay, per) for _ in range(2)]
+    streams = [cp.empty(per * cap, dtype=cp.uint8) for _ in range(2)]
+    host = [None, None]   # pinned, grown to the window's compressed size
+    d2h = cp.cuda.runtime.memcpyDeviceToHost
+
+    def compress_window(k, b):
+        window = offsets[k * per:(k + 1) * per]
+        sources = []
+        for j, off in enumerate(window):
+            outer, inner = lay.region(off)
+            part = data[outer]
+            if _full_contiguous(part, lay):
+                sources.append(int(part.data.ptr))
+                continue
+            slot = staging[b].slot(j)
+            if part.shape != lay.chunks:
+                slot.fill(lay.pad)   # HDF5 pads the part of an edge chunk outside the dataset
+            slot[inner] = part
+            sources.append(int(slot.data.ptr))
+        base = int(streams[b].data.ptr)
+        lens = _compress_device_batch(sources, lay.chunks, lay.dtype, [base + j * cap for j in range(len(window))],
+                                      cap, params)
+        total = sum(lens)
+        if host[b] is None or host[b].size < total:
+            host[b] = cupyx.empty_pinned(max(total, 1 << 20), dtype=np.uint8)
+        starts, pos = [], 0
+        for j, n in enumerate(lens):
+            cp.cuda.runtime.memcpy(host[b].ctypes.data + pos, base + j * cap, n, d2h)
+            starts.append(pos)
+            pos += n
+        return window, lens, starts
+
+    cp.cuda.Device().synchronize()   # the caller's work on `data`, on any stream, is done
+    nwin = -(-len(offsets) // per)
+    with ThreadPoolExecutor(max_workers=1) as gpu:
+        pending = gpu.submit(compress_window, 0, 0)
+        for k in range(nwin):
+            window, lens, starts = pending.result()
+            if k + 1 < nwin:
+                pending = gpu.submit(compress_window, k + 1, (k + 1) % 2)
+            buf = host[k % 2]
+            for off, n, pos in zip(window, lens, starts):
+                dset.id.write_direct_chunk(off, buf[pos:pos + n])
+
+
+def _read_device_chunks(dset, lay, out, infos):
+    import cupy as cp
+    import cupyx
+
+    from ._api import _decompress_device_batch
+
+    per = _window(lay, len(infos))
+    chunk_bytes = lay.chunk_bytes()
+    windows = [infos[i:i + per] for i in range(0, len(infos), per)]
+
+    def aligned(n):   # streams start on 256-byte boundaries: raw (unfiltered) chunks are read as values in place
+        return (n + 255) & ~255
+
+    room = max([sum(aligned(int(info.size)) for info in w) for w in windows] + [1])
+    staging = [_Staging(lay, per) for _ in range(2)]
+    device_in = [cp.empty(room, dtype=cp.uint8) for _ in range(2)]
+    host = [cupyx.empty_pinned(room, dtype=np.uint8) for _ in range(2)]
+
+    def read_window(k, b):
+        """Reads the stored streams of window k into host[b] (in the calling thread, which owns HDF5)."""
+        pos, items = 0, []
+        for info in windows[k]:
+            size = int(info.size)
+            mask, _ = dset.id.read_direct_chunk(tuple(info.chunk_offset), out=host[b][pos:pos + size])
+            items.append((tuple(info.chunk_offset), pos, size, mask))
+            pos += aligned(size)
+        return items, pos
+
+    def decode_window(items, used, b):
+        base = int(device_in[b].data.ptr)
+        cp.cuda.runtime.memcpy(base, host[b].ctypes.data, used, cp.cuda.runtime.memcpyHostToDevice)
+        batch, placements = [], []
+        for j, (off, pos, size, mask) in enumerate(items):
+            outer, inner = lay.region(off)
+            region = out[outer]
+            if mask & 1:   # stored unfiltered (the filter declined this chunk): the raw values
+                if size != chunk_bytes:
+                    raise ValueError(f"zbound: unfiltered chunk at {off} holds {size} bytes, not {chunk_bytes}")
+                region[...] = device_in[b][pos:pos + size].view(lay.dtype).reshape(lay.chunks)[inner]
+                continue
+            if _full_contiguous(region, lay):
+                target = int(region.data.ptr)
+            else:
+                slot = staging[b].slot(j)
+                target = int(slot.data.ptr)
+                placements.append((region, slot, inner))
+            batch.append((base + pos, size, target))
+        if batch:
+            src, lens, dst = zip(*batch)
+            _decompress_device_batch(list(src), list(lens), list(dst), chunk_bytes)
+        for region, chunk, inner in placements:
+            region[...] = chunk[inner]
+
+    cp.cuda.Device().synchronize()   # the caller's earlier work on `out` is done
+    with ThreadPoolExecutor(max_workers=1) as gpu:
+        pending = None
+        for k in range(len(windows)):
+            items, used = read_window(k, k % 2)
+            if pending is not None:
+                pending.result()
+            pending = gpu.submit(decode_window, items, used, k % 2)
+        if pending is not None:
+            pending.result()
+    cp.cuda.Device().synchronize()

@@ -10,4 +10,11 @@ DeviceRun run_device_resident(const zb_params &, zb_dtype, const std::vector<uin
     return r;
 }
 
+DeviceRun run_device_batch(const zb_params &, zb_dtype, const std::vector<uint8_t> &, const std::vector<size_t> &,
+                           int, int, size_t) {
+    DeviceRun r;
+    r.why_not = "this build has no CUDA backend";
+    return r;
+}
+
 }  // namespace zbtool

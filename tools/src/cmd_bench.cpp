@@ -39,7 +39,8 @@ std::vector<OptionSpec> bench_specs() {
          "sweep array sizes (the input cropped or tiled along its slowest dim to each size in MB): host-resident "
          "runs through zb_compress/zb_decompress and, where there is a GPU and the backend is not cpu, "
          "device-resident runs through zb_compress_device/zb_decompress_device with buffers allocated before the "
-         "timed loop"},
+         "timed loop, and batched ones (residency batchN: N device copies of the array per "
+         "zb_compress_device_batch call, about 1 GB in all; GB/s of all N)"},
         {nullptr, "--json", nullptr, "one JSON object per bound (per size and residency with --sizes) on stdout instead of the table"},
         {nullptr, "--label", "NAME", "name of the field in the output (default: the file name)"}};
     for (auto v : {raw_input_specs(), bound_option_specs(true), pipeline_option_specs(), run_option_specs()})
@@ -249,6 +250,25 @@ void run_sizes(const std::string &label, const RawArray &raw, const zb_params &p
                                                                           : "STREAM DIFFERS FROM THE HOST RUN";
             row("device", ZB_BACKEND_GPU, d.stream.size(), median(d.comp_wall), median(d.decomp_wall),
                 median(d.comp_kernel), median(d.decomp_kernel), derr.ok() && same_bytes, check);
+            // The same size as the chunks of one batched call (many chunks per call, several on the GPU at once).
+            const DeviceRun bd = run_device_batch(p, a.dtype, a.bytes, a.dims, warmup, repeat, 0);
+            if (bd.ran) {
+                const ErrorStats berr = compare_arrays(a.dtype, a.bytes.data(), bd.decoded.data(), a.count(),
+                                                       h.info.abs_bound, p.has_fill != 0, p.fill_bits,
+                                                       p.mode == ZB_MODE_PW_REL ? p.bound : 0.0);
+                const bool same = bd.stream == h.stream && bd.batch_same_bytes;
+                bad += berr.violations + berr.special_mismatches;
+                failed |= !same;
+                const std::string where = "batch" + std::to_string(bd.batch);
+                const char *check = !berr.ok() ? "BOUND VIOLATED" : same ? "bound held, same bytes as host"
+                                                                          : "STREAM DIFFERS FROM THE HOST RUN";
+                row(where.c_str(), ZB_BACKEND_GPU, bd.stream.size(), median(bd.comp_wall) / (double)bd.batch,
+                    median(bd.decomp_wall) / (double)bd.batch, median(bd.comp_kernel) / (double)bd.batch,
+                    median(bd.decomp_kernel) / (double)bd.batch, berr.ok() && same, check);
+            } else {
+                std::fprintf(stderr, "zbound bench: no batched device runs at %.1f MB: %s\n", (double)in / 1e6,
+                             bd.why_not.c_str());
+            }
         } else if (!said_why) {
             std::fprintf(stderr, "zbound bench: no device-resident runs: %s\n", d.why_not.c_str());
             said_why = true;
