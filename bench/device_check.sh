@@ -13,7 +13,8 @@ RUN=.devrun
 if [ "${1:-}" = pack ]; then
     BUILD=${BUILD:-build-gpu}
     rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/plugin" "$RUN/data"
-    cp "$BUILD"/tests/{gpu_tests,core_tests,ratio_tests,filter_plugin_tests,filter_static_tests} "$RUN/bin/"
+    cp "$BUILD"/tests/{gpu_tests,core_tests,ratio_tests,filter_plugin_tests,filter_static_tests,h5chunks_tests} "$RUN/bin/"
+    cp "$BUILD/examples/device_chunks" "$RUN/bin/"
     cp "$BUILD"/tests/rel_{gpu_fault,thread,golden_h5}_tests "$RUN/bin/" 2>/dev/null || echo "rel tests not built"
     [ -x "$BUILD/examples/mpi_write_read" ] && cp "$BUILD/examples/mpi_write_read" "$RUN/bin/"
     cp "$BUILD/bin/zbound" "$RUN/bin/"
@@ -55,6 +56,11 @@ summary gpu_tests "$OUT/gpu_tests.log"
 summary core_tests "$OUT/core_tests.log"
 "$RUN/bin/ratio_tests" > "$OUT/ratio_tests.log" 2>&1
 summary ratio_tests "$OUT/ratio_tests.log"
+# Device chunk I/O through the C API (h5chunks/), with the default window and with a 1 MB one (many batches).
+"$RUN/bin/h5chunks_tests" > "$OUT/h5chunks_tests.log" 2>&1
+summary h5chunks_tests "$OUT/h5chunks_tests.log"
+ZBOUND_CHUNK_WINDOW_MB=1 "$RUN/bin/h5chunks_tests" --gtest_filter='DeviceChunks.*' > "$OUT/h5chunks_window.log" 2>&1
+summary "h5chunks_tests (1 MB window)" "$OUT/h5chunks_window.log"
 # The filter through the GPU: every chunk, however small, goes to the GPU (an error there fails the test).
 export ZBOUND_BACKEND=gpu ZBOUND_GPU_MIN_BYTES=0
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/filter_plugin_tests" > "$OUT/filter_plugin.log" 2>&1
@@ -110,12 +116,19 @@ ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$OUT/fields/cesm_trefht_b06
 # Chunk I/O from GPU arrays (issue 4): the package tests in the tree, the example, and a 4 GB CuPy array.
 export ZBOUND_LIBRARY="$root/$RUN/lib/libzbound.so" PYTHONPATH="$root/python"
 python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
-echo "pytest direct chunk I/O: $(tail -1 "$OUT/pytest_direct.log")"
+echo "pytest direct chunk I/O: $(grep -E "passed|failed" "$OUT/pytest_direct.log" | tail -1)"
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" \
     --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" \
     --dims 110x64x128 --size-gb 4 --chunk-mb 16 >> "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench (16 MB) failed"
+# The same through the C API (examples/device_chunks.c): 4 GB, 64 MB and 16 MB chunks.
+for mb in 64 16; do
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/device_chunks" /dev/shm/zb_device_chunks_c.h5 \
+        "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
+        echo "device_chunks (C, $mb MB) failed: $(tail -2 "$OUT/device_chunks.txt")"
+    rm -f /dev/shm/zb_device_chunks_c.h5
+done
 unset ZBOUND_LIBRARY PYTHONPATH
 python3 - "$OUT/bench.jsonl" <<'EOF'
 import json, sys
@@ -133,6 +146,9 @@ timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_t
     --gtest_filter='GpuParity.SpecialValues*:GpuParity.Escapes*:GpuParity.Outliers*:GpuDeviceApi.*:GpuCorrupt.TargetedErrors:GpuParity.LorenzoRatioSmoothAndNoisyF32:GpuCorrupt.LorenzoRatio*:GpuBatch.BadChunksFailAlone:GpuBatch.ConcurrentHostCallsGetTheCpuBytes' \
     > "$OUT/memcheck.log" 2>&1
 summary memcheck "$OUT/memcheck.log"
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/h5chunks_tests" \
+    --gtest_filter='DeviceChunks.*' > "$OUT/memcheck_h5chunks.log" 2>&1
+summary "memcheck (h5chunks)" "$OUT/memcheck_h5chunks.log"
 timeout 90 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.SpecialValuesF32' \
     > "$OUT/racecheck.log" 2>&1
 summary racecheck "$OUT/racecheck.log"

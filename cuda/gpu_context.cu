@@ -182,7 +182,7 @@ Pool &pool() {
 }  // namespace
 
 int pool_size() {
-    static const int v = (int)std::min<long long>(16, std::max<long long>(1, env_integer("ZBOUND_GPU_STREAMS", 4)));
+    static const int v = (int)std::min<long long>(16, std::max<long long>(1, env_integer("ZBOUND_GPU_STREAMS", 8)));
     return v;
 }
 

@@ -108,7 +108,7 @@ struct Context {
     uint8_t *host_small = nullptr;
 };
 
-// The contexts form a pool of up to pool_size() (ZBOUND_GPU_STREAMS, 1..16, default 4), created on demand: each
+// The contexts form a pool of up to pool_size() (ZBOUND_GPU_STREAMS, 1..16, default 8), created on demand: each
 // call leases one for its whole duration (its arenas, staging buffers, events and stream are the call's alone), so
 // calls from several host threads run concurrently on the GPU. A caller that makes one call at a time always gets
 // the first context. The first context is created on first use (thread-safe).

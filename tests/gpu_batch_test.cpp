@@ -44,7 +44,7 @@ template <typename T> std::vector<std::vector<T>> batch_chunks(const std::vector
 template <typename T> void batch_round_trip(const zb_params &p, const std::string &what) {
     SCOPED_TRACE(what);
     const std::vector<size_t> dims{24, 40, 72};
-    const size_t count = 11;  // more chunks than the default four streams
+    const size_t count = 11;  // more chunks than the default eight streams
     const auto chunks = batch_chunks<T>(dims, count);
     const size_t n = chunks[0].size(), vbytes = n * sizeof(T);
     const size_t cap = zb_compress_bound(zbt::dtype_of<T>(), n);

@@ -144,7 +144,7 @@ ZB_API zb_status zb_decompress_device(const void *d_src, size_t src_len, void *d
 /** Compress `count` device arrays of one dtype and shape (the chunks of a dataset) in one call: chunk i is read
  *  from d_srcs[i] and its stream written to d_dsts[i] (room for dst_capacity bytes each, zb_compress_bound), its
  *  length to dst_lens[i]. The chunks run several at a time, each on a CUDA stream of the library's own (up to
- *  ZBOUND_GPU_STREAMS at once, default 4), which hides the per-chunk launches and synchronizations that dominate
+ *  ZBOUND_GPU_STREAMS at once, default 8), which hides the per-chunk launches and synchronizations that dominate
  *  chunks of a few MB. Work queued on `cuda_stream` (or the default stream when NULL) before the call is finished
  *  before any chunk is read; every stream is complete on return. Chunk i's bytes are zb_compress_device's for that
  *  chunk. `statuses` (may be NULL) receives each chunk's status; the call returns ZB_OK when every chunk succeeded,
