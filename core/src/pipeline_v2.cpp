@@ -55,9 +55,9 @@ template <typename F> std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, i
     return first;
 }
 
-// Calls f(i, e) for every escaped code, i its index and e its rank among the escapes (from count_escapes_by_chunk).
-template <typename F>
-void for_each_escape(const int32_t *codes, uint64_t n, const std::vector<uint64_t> &first, int nt, F f) {
+// Calls f(i, e) for every index i where escaped(i), e its rank among the escapes (from count_escapes_by_chunk).
+template <typename IsEscaped, typename F>
+void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsEscaped escaped, F f) {
     const int64_t chunks = (int64_t)first.size() - 1;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
     for (int64_t c = 0; c < chunks; ++c) {
@@ -65,23 +65,33 @@ void for_each_escape(const int32_t *codes, uint64_t n, const std::vector<uint64_
         uint64_t e = first[(size_t)c];
         const uint64_t i1 = std::min(n, (uint64_t)(c + 1) * kChunkValues);
         for (uint64_t i = (uint64_t)c * kChunkValues; i < i1; ++i)
-            if (codes[i] == kEscapedCode) f(i, e++);
+            if (escaped(i)) f(i, e++);
     }
 }
+
+// The encoders' 16-bit codes of a delta d with |d| < radius. fast: sign-magnitude, escaped kEscapeCode; ratio: the
+// symbol d + radius, escaped 0.
+template <bool Ratio> struct Code16 {
+    int32_t radius;
+    static constexpr uint16_t kEscaped = Ratio ? 0 : kEscapeCode;
+    uint16_t operator()(int32_t d) const { return Ratio ? (uint16_t)(d + radius) : delta_to_code(d); }
+};
 
 // Codes of the values x0 <= x < x1 of one row of the Lorenzo deltas: `cur` the row's quantized integers, `up`,
 // `back`, `backup` the rows at (z, y-1), (z-1, y), (z-1, y-1) or a zero row where outside (rows the rank does not
 // have are not read). The arithmetic of lorenzo_delta (wrap-around uint32), without coordinates or bounds checks per
-// point, so it vectorizes. Returns the number of escaped codes.
-template <int Rank>
+// point, so it vectorizes. The codes are the encoder's (written directly: no int32 code array and no second pass).
+// Returns the number of escaped codes.
+template <int Rank, bool Ratio>
 uint64_t lorenzo_row_codes(const uint32_t *__restrict cur, const uint32_t *__restrict up,
                            const uint32_t *__restrict back, const uint32_t *__restrict backup, int64_t x0, int64_t x1,
-                           int32_t radius, int32_t *__restrict codes) {
+                           Code16<Ratio> code16, uint16_t *__restrict codes) {
+    const int32_t radius = code16.radius;
     uint32_t escaped = 0;
     auto code = [&](int64_t x, uint32_t pred) {
         const int32_t d = (int32_t)(cur[x] - pred);
         const bool ok = d > -radius && d < radius;
-        codes[x] = ok ? d : kEscapedCode;
+        codes[x] = ok ? code16(d) : Code16<Ratio>::kEscaped;
         escaped += ok ? 0u : 1u;
     };
     int64_t x = x0;
@@ -102,9 +112,9 @@ uint64_t lorenzo_row_codes(const uint32_t *__restrict cur, const uint32_t *__res
 }
 
 // Lorenzo codes of the values [i0, i1) (whole rows or parts of rows); returns the number of escaped codes.
-template <int Rank>
+template <int Rank, bool Ratio>
 uint64_t lorenzo_range_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_t i0, uint64_t i1,
-                             int32_t radius, int32_t *codes) {
+                             Code16<Ratio> code16, uint16_t *codes) {
     const uint64_t nx = s.nx(), ny = s.ny();
     uint64_t escaped = 0;
     for (uint64_t r = i0 / nx; r * nx < i1; ++r) {
@@ -114,23 +124,24 @@ uint64_t lorenzo_range_codes(const uint32_t *q, const Shape &s, const uint32_t *
         const uint32_t *back = z ? cur - nx * ny : zero;
         const uint32_t *backup = (z && y) ? back - nx : zero;
         const uint64_t x0 = std::max(i0, r * nx) - r * nx, x1 = std::min(i1, (r + 1) * nx) - r * nx;
-        escaped += lorenzo_row_codes<Rank>(cur, up, back, backup, (int64_t)x0, (int64_t)x1, radius, codes + r * nx);
+        escaped += lorenzo_row_codes<Rank>(cur, up, back, backup, (int64_t)x0, (int64_t)x1, code16, codes + r * nx);
     }
     return escaped;
 }
 
-// The Lorenzo predictor with int32 codes: dual-quantization (section 3) and the whole-chunk Lorenzo deltas
-// (section 4); deltas with |d| >= radius are escaped (their values in index order). `q` is scratch for n values.
-template <typename T>
-void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, int32_t radius, uint32_t *q, int32_t *codes,
-                       uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
+// The Lorenzo predictor with the encoder's 16-bit codes: dual-quantization (section 3) and the whole-chunk Lorenzo
+// deltas (section 4); deltas with |d| >= radius are escaped (their values in index order). `q` is scratch for n
+// values.
+template <typename T, bool Ratio>
+void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, Code16<Ratio> code16, uint32_t *q,
+                       uint16_t *codes, uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
     const uint64_t n = s.n;
     quantize_values(x, n, qp, q, exc, nt);
     const std::vector<uint32_t> zero((size_t)s.nx(), 0);
     const std::vector<uint64_t> first = count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
-        if (s.rank == 1) return lorenzo_range_codes<1>(q, s, zero.data(), i0, i1, radius, codes);
-        if (s.rank == 2) return lorenzo_range_codes<2>(q, s, zero.data(), i0, i1, radius, codes);
-        return lorenzo_range_codes<3>(q, s, zero.data(), i0, i1, radius, codes);
+        if (s.rank == 1) return lorenzo_range_codes<1>(q, s, zero.data(), i0, i1, code16, codes);
+        if (s.rank == 2) return lorenzo_range_codes<2>(q, s, zero.data(), i0, i1, code16, codes);
+        return lorenzo_range_codes<3>(q, s, zero.data(), i0, i1, code16, codes);
     });
     // The escaped deltas (rare) are computed again, with coordinates.
     const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny();
@@ -138,7 +149,8 @@ void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, int32_
         return (zz < 0 || yy < 0 || xx < 0) ? 0u : q[(size_t)((zz * ny + yy) * nx + xx)];
     };
     escapes.resize((size_t)first.back());
-    for_each_escape(codes, n, first, nt, [&](uint64_t i, uint64_t e) {
+    auto is_escaped = [codes](uint64_t i) { return codes[i] == Code16<Ratio>::kEscaped; };
+    for_each_escape(n, first, nt, is_escaped, [&](uint64_t i, uint64_t e) {
         const int64_t xx = (int64_t)i % nx, y = ((int64_t)i / nx) % ny, z = (int64_t)i / (nx * ny);
         escapes[(size_t)e] = s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
                              : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
@@ -155,7 +167,8 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std
     const uint64_t n = s.n;
     if (first.back() > nescapes) return corrupt(msg, "more escape codes than escapes");
     if (first.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
-    for_each_escape(codes, n, first, nt, [&](uint64_t i, uint64_t e) { codes[i] = escapes[e]; });
+    for_each_escape(n, first, nt, [codes](uint64_t i) { return codes[i] == kEscapedCode; },
+                    [&](uint64_t i, uint64_t e) { codes[i] = escapes[e]; });
     uint32_t *q = reinterpret_cast<uint32_t *>(codes);  // int32_t and uint32_t may alias
     lorenzo_inverse(q, s, nt);
     const double twoeb = 2.0 * eb;
@@ -183,8 +196,11 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
 
-    // Predictor: one code per value, exceptions, escapes; its parameters go to segment 0.
-    int32_t *codes = t_v2.codes.get((size_t)n);
+    // Predictor: one 16-bit code per value in the encoder's form (fast: sign-magnitude, escaped 0x8000; ratio: code + R,
+    // escaped 0), exceptions, escapes; its parameters go to segment 0.
+    uint16_t *c16 = t_v2.codes16.get((size_t)n);
+    const Code16<false> fast_code{radius};
+    const Code16<true> ratio_code{radius};
     uint8_t *exc = t_v2.exc.get((size_t)n);
     std::vector<int32_t> escapes;
     std::vector<uint8_t> params(kV2CommonParamBytes, 0);
@@ -193,31 +209,33 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
         const InterpParams ip =
             interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha);
+        int32_t *codes = t_v2.codes.get((size_t)n);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
+        auto to_c16 = [&](auto code16) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < (int64_t)n; ++i)
+                c16[i] = codes[i] == kEscapedCode ? code16.kEscaped : code16(codes[i]);
+        };
+        if (encoder == kEncFast) to_c16(fast_code);
+        else to_c16(ratio_code);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
-        lorenzo_encode_v2(x, s, make_quant_params(h.eb, p.has_fill, p.fill_bits), radius, t_v2.quant.get((size_t)n),
-                          codes, exc, escapes, nt);
+        const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
+        uint32_t *q = t_v2.quant.get((size_t)n);
+        if (encoder == kEncFast) lorenzo_encode_v2(x, s, qp, fast_code, q, c16, exc, escapes, nt);
+        else lorenzo_encode_v2(x, s, qp, ratio_code, q, c16, exc, escapes, nt);
     }
 
-    // Encoder. fast: sign-magnitude 16-bit codes (escaped: 0x8000) through bitshuffle and the sparse pass.
-    // ratio: symbols code + R (escaped: 0) through canonical Huffman and the sparse pass.
-    uint16_t *c16 = t_v2.codes16.get((size_t)n);
+    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass.
     std::vector<std::string> enc_segs;
     if (encoder == kEncFast) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i)
-            c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
         std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
         h.nonzero_code_blocks = fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, nt);
         enc_segs.push_back(std::move(flags));
         enc_segs.push_back(std::move(blocks));
     } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i)
-            c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
         RatioOptions ro;
         ro.run_symbol = (uint32_t)radius;  // code 0
         RatioStats rs;
