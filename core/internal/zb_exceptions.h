@@ -2,6 +2,7 @@
 // (docs/FORMAT.md section 5): an edge mask, change bits and run values. CPU implementation, shared by the v1 and v2
 // pipelines.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -42,16 +43,14 @@ template <typename T> struct ExceptionStreams {
     }
 };
 
-// Encodes the exceptions of x marked by exc[i] != 0.
-template <typename T>
-void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStreams<T> &out, int nt) {
-    using U = typename FloatBits<T>::U;
-    const uint64_t mask_bytes = div_up(n, 8);
-    std::vector<uint8_t> edge((size_t)mask_bytes, 0);
+// Values per chunk of the exception passes: fixed, so the work split never depends on the thread count.
+constexpr uint64_t kExceptionChunk = uint64_t(1) << 16;
+
+// Edge bytes (bit k of byte b: exc[8b+k] != exc[8b+k-1]) of the mask bytes [b0, b1); returns the exceptions there.
+inline uint64_t exception_edges(const uint8_t *exc, uint64_t n, uint64_t b0, uint64_t b1, uint8_t *edge) {
     uint64_t count = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : count)
-    for (int64_t b = 0; b < (int64_t)mask_bytes; ++b) {
-        const uint64_t i0 = (uint64_t)b * 8;
+    for (uint64_t b = b0; b < b1; ++b) {
+        const uint64_t i0 = b * 8;
         if (i0 + 8 <= n) {
             // Eight mask bytes (each 0 or 1) at once: bit k of the edge byte is exc[i0+k] ^ exc[i0+k-1]; the
             // multiplication gathers bit 0 of each byte of `change` into the top byte (byte k -> bit k).
@@ -59,37 +58,108 @@ void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStre
             std::memcpy(&w, exc + i0, 8);
             const uint64_t prev = i0 ? exc[i0 - 1] : 0;
             const uint64_t change = w ^ ((w << 8) | prev);
-            edge[(size_t)b] = (uint8_t)((change * 0x0102040810204080ull) >> 56);
+            edge[b] = (uint8_t)((change * 0x0102040810204080ull) >> 56);
             count += (w * 0x0101010101010101ull) >> 56;   // the sum of the eight 0/1 bytes (no popcnt call)
             continue;
         }
         uint8_t byte = 0;
         for (int k = 0; k < 8; ++k) {
-            const uint64_t i = (uint64_t)b * 8 + k;
+            const uint64_t i = i0 + k;
             if (i >= n) break;
             const uint8_t prev = i ? exc[i - 1] : 0;
             byte |= (uint8_t)((exc[i] ^ prev) << k);
             count += exc[i];
         }
-        edge[(size_t)b] = byte;
+        edge[b] = byte;
     }
+    return count;
+}
+
+// Calls f(j, i, differs) for the exceptions i of [i0, i1) in order, j counting on from j0; differs: the value's
+// bits differ from those of the exception before (at index `before`, or none if before < 0), i.e. a run starts.
+template <typename T, typename F>
+void walk_exceptions(const T *x, const uint8_t *exc, uint64_t i0, uint64_t i1, int64_t before, uint64_t j0, F f) {
+    using U = typename FloatBits<T>::U;
+    bool have_prev = before >= 0;
+    U prev = have_prev ? bits_of(x[before]) : 0;
+    uint64_t j = j0;
+    for (uint64_t i = i0; i < i1; ++i) {
+        if (!exc[i]) continue;
+        const U v = bits_of(x[i]);
+        f(j++, i, !have_prev || v != prev);
+        prev = v;
+        have_prev = true;
+    }
+}
+
+// Encodes the exceptions of x marked by exc[i] != 0. Chunks in parallel: edge bytes and counts per chunk; then the
+// change bits and run values, whose positions come from prefix sums of the per-chunk exception and run counts.
+template <typename T>
+void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStreams<T> &out, int nt) {
+    const uint64_t mask_bytes = div_up(n, 8);
+    const int64_t chunks = (int64_t)div_up(n, kExceptionChunk);
+    constexpr uint64_t chunk_bytes = kExceptionChunk / 8;
+    std::vector<uint8_t> edge((size_t)mask_bytes);
+    std::vector<uint64_t> first((size_t)chunks + 1, 0);   // exceptions before chunk c
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c)
+        first[(size_t)c + 1] = exception_edges(exc, n, (uint64_t)c * chunk_bytes,
+                                               std::min(mask_bytes, (uint64_t)(c + 1) * chunk_bytes), edge.data());
+    for (int64_t c = 0; c < chunks; ++c) first[(size_t)c + 1] += first[(size_t)c];
+    const uint64_t count = first.back();
     out.count = count;
     out.edge_flags.resize((size_t)sparse_flag_bytes(mask_bytes));
     sparse_encode(edge.data(), mask_bytes, out.edge_flags.data(), out.edge_blocks);
     if (!count) return;
+
+    // The last exception before each chunk (the run of its first exception may continue from there).
+    auto chunk_end = [&](int64_t c) { return std::min(n, (uint64_t)(c + 1) * kExceptionChunk); };
+    std::vector<int64_t> last((size_t)chunks, -1), before((size_t)chunks, -1);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+        if (first[(size_t)c + 1] == first[(size_t)c]) continue;
+        int64_t i = (int64_t)chunk_end(c) - 1;
+        while (!exc[i]) --i;
+        last[(size_t)c] = i;
+    }
+    for (int64_t c = 1; c < chunks; ++c)
+        before[(size_t)c] = last[(size_t)c - 1] >= 0 ? last[(size_t)c - 1] : before[(size_t)c - 1];
+    auto walk = [&](int64_t c, auto f) {
+        walk_exceptions(x, exc, (uint64_t)c * kExceptionChunk, chunk_end(c), before[(size_t)c], first[(size_t)c], f);
+    };
+    std::vector<uint64_t> first_run((size_t)chunks + 1, 0);   // runs starting before chunk c
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+    for (int64_t c = 0; c < chunks; ++c) {
+        uint64_t runs = 0;
+        if (first[(size_t)c + 1] > first[(size_t)c]) walk(c, [&](uint64_t, uint64_t, bool differs) { runs += differs; });
+        first_run[(size_t)c + 1] = runs;
+    }
+    for (int64_t c = 0; c < chunks; ++c) first_run[(size_t)c + 1] += first_run[(size_t)c];
+
+    // Change bit j per exception; neighbouring chunks may share a byte of them, so whole bytes are OR-ed atomically.
     std::vector<uint8_t> change((size_t)div_up(count, 8), 0);
-    uint64_t j = 0;
-    U prev = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        if (!exc[i]) continue;
-        const U v = bits_of(x[i]);
-        const bool differs = j == 0 || v != prev;
-        if (differs) {
-            change[j >> 3] |= (uint8_t)(1u << (j & 7));
-            out.run_values.push_back(x[i]);
-        }
-        prev = v;
-        ++j;
+    out.run_values.resize((size_t)first_run.back());
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+    for (int64_t c = 0; c < chunks; ++c) {
+        if (first[(size_t)c + 1] == first[(size_t)c]) continue;
+        uint64_t r = first_run[(size_t)c], byte = first[(size_t)c] >> 3;
+        uint8_t acc = 0;
+        auto flush = [&] {
+            if (!acc) return;
+#pragma omp atomic
+            change[(size_t)byte] |= acc;
+        };
+        walk(c, [&](uint64_t j, uint64_t i, bool differs) {
+            if (j >> 3 != byte) {
+                flush();
+                byte = j >> 3;
+                acc = 0;
+            }
+            if (!differs) return;
+            acc |= (uint8_t)(1u << (j & 7));
+            out.run_values[(size_t)r++] = x[i];
+        });
+        flush();
     }
     out.change_flags.resize((size_t)sparse_flag_bytes(change.size()));
     sparse_encode(change.data(), change.size(), out.change_flags.data(), out.change_blocks);

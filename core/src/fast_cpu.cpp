@@ -1,6 +1,7 @@
 // The fast pipeline on the CPU: dual-quant Lorenzo -> 16-bit codes -> bitshuffle tiles -> zero-block sparse pass,
 // with escapes and exceptions kept losslessly (docs/FORMAT.md). This is the reference the CUDA backend must match
 // byte for byte; loops are simple, row-wise and OpenMP-parallel, and the output never depends on the thread count.
+#include <omp.h>
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -312,34 +313,68 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 
 }  // namespace
 
-// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas.
+namespace {
+
+// Inclusive prefix sum (mod 2^32) of one long row on nt threads: each thread scans its own part, then adds the sum
+// of the parts before it. Integer sums mod 2^32 do not depend on the grouping, so neither does the result.
+void prefix_sum_parallel(uint32_t *r, uint64_t len, int nt) {
+    if (nt <= 1 || len < 2 * kValuesPerThread) {
+        for (uint64_t x = 1; x < len; ++x) r[x] += r[x - 1];
+        return;
+    }
+    std::vector<uint32_t> carry((size_t)nt + 1, 0);
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const uint64_t x0 = len * (uint64_t)t / (uint64_t)T, x1 = len * (uint64_t)(t + 1) / (uint64_t)T;
+        for (uint64_t x = x0 + 1; x < x1; ++x) r[x] += r[x - 1];
+        carry[(size_t)t + 1] = x1 > x0 ? r[x1 - 1] : 0;
+#pragma omp barrier
+#pragma omp single
+        for (int k = 1; k <= T; ++k) carry[(size_t)k] += carry[(size_t)k - 1];
+        const uint32_t c = carry[(size_t)t];
+        for (uint64_t x = x0; x < x1; ++x) r[x] += c;
+    }
+}
+
+// In each of `slabs` slabs of `rows` rows of `width` values, adds every row to the next (a prefix sum down the
+// columns). The work items are (slab, run of columns), so that a pass has enough of them for every thread even when
+// there is one slab of long columns (the z pass); a run is at least 256 columns so each row access stays a stream.
+void prefix_sum_columns(uint32_t *q, uint64_t slabs, uint64_t rows, uint64_t width, int nt) {
+    if (rows < 2) return;
+    const uint64_t want = div_up(width * slabs, 4 * (uint64_t)nt);
+    const uint64_t run = std::min(width, std::max<uint64_t>(256, div_up(want, 16) * 16));
+    const uint64_t runs = div_up(width, run);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t item = 0; item < (int64_t)(slabs * runs); ++item) {
+        uint32_t *slab = q + (uint64_t)item / runs * rows * width;
+        const uint64_t c0 = (uint64_t)item % runs * run, c1 = std::min(width, c0 + run);
+        for (uint64_t r = 1; r < rows; ++r) {
+            uint32_t *cur = slab + r * width;
+            const uint32_t *prev = cur - width;
+            for (uint64_t c = c0; c < c1; ++c) cur[c] += prev[c];
+        }
+    }
+}
+
+}  // namespace
+
+// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas. Each pass is one
+// parallel region (the z pass once ran one region per plane: on a 7920-plane array that made two threads 4x slower
+// than one).
 void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
-    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
+    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz(), rows = ny * nz;
+    if (rows < (uint64_t)nt) {
+        for (uint64_t row = 0; row < rows; ++row) prefix_sum_parallel(q + row * nx, nx, nt);
+    } else {
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t row = 0; row < (int64_t)(ny * nz); ++row) {
-        uint32_t *r = q + (uint64_t)row * nx;
-        for (uint64_t x = 1; x < nx; ++x) r[x] += r[x - 1];
-    }
-    if (s.rank >= 2) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t z = 0; z < (int64_t)nz; ++z) {
-            uint32_t *plane = q + (uint64_t)z * ny * nx;
-            for (uint64_t y = 1; y < ny; ++y) {
-                uint32_t *r = plane + y * nx;
-                const uint32_t *prev = r - nx;
-                for (uint64_t x = 0; x < nx; ++x) r[x] += prev[x];
-            }
+        for (int64_t row = 0; row < (int64_t)rows; ++row) {
+            uint32_t *r = q + (uint64_t)row * nx;
+            for (uint64_t x = 1; x < nx; ++x) r[x] += r[x - 1];
         }
     }
-    if (s.rank == 3) {
-        const uint64_t plane = nx * ny;
-        for (uint64_t z = 1; z < nz; ++z) {
-            uint32_t *cur = q + z * plane;
-            const uint32_t *prev = cur - plane;
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t i = 0; i < (int64_t)plane; ++i) cur[i] += prev[i];
-        }
-    }
+    if (s.rank >= 2) prefix_sum_columns(q, nz, ny, nx, nt);
+    if (s.rank == 3) prefix_sum_columns(q, 1, nz, nx * ny, nt);
 }
 
 zb_status cpu_compress(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, uint8_t *dst,

@@ -23,7 +23,9 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     else encs = {enc};
     if (preds.size() * encs.size() == 1) return;
 
-    // The sample is compressed at the whole array's absolute bound, on one thread.
+    // The sample is compressed at the whole array's absolute bound, on the caller's threads (at most one per
+    // kValuesPerThread sample values): a stream's length does not depend on the thread count, so neither does the
+    // choice. (On one thread it was a serial stage of every call.)
     const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
     double vmin = 0, vmax = 0;   // the whole array's range, needed only to derive a REL bound
     const bool has_range = p.mode != ZB_MODE_ABS && value_range(dtype, x, s.n, p.has_fill, p.fill_bits, nt, vmin, vmax);
@@ -35,6 +37,7 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     const Shape b = sample_box(s, target, start);
     const std::vector<T> sample = gather(x, s, b, start);
     std::vector<uint8_t> buf(raw_stream_bytes(dtype, b.n));
+    const int snt = (int)std::max<uint64_t>(1, std::min<uint64_t>((uint64_t)nt, b.n / kValuesPerThread));
     size_t best = SIZE_MAX;
     std::string msg;
     for (uint8_t pc : preds)
@@ -42,8 +45,8 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
             size_t len = 0;
             const zb_status st =
                 is_v1_pipeline(pc, ec)
-                    ? cpu_compress(sp, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg)
-                    : cpu_compress_v2(sp, pc, ec, dtype, sample.data(), b, buf.data(), buf.size(), &len, 1, msg,
+                    ? cpu_compress(sp, dtype, sample.data(), b, buf.data(), buf.size(), &len, snt, msg)
+                    : cpu_compress_v2(sp, pc, ec, dtype, sample.data(), b, buf.data(), buf.size(), &len, snt, msg,
                                       false);
             // Out of memory must fail the call: skipping the candidate would make the bytes depend on the
             // memory state (invariant 4). Other failures of a sample only rule the candidate out.

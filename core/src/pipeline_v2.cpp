@@ -1,6 +1,7 @@
 // Format-v2 pipelines on the CPU (docs/FORMAT.md section 8): a predictor that yields one integer code per value
 // (Lorenzo or interp), an encoder for the codes (fast or ratio), escapes and exceptions. Segment 0 carries the parameters the decoder
 // needs, so it never re-tunes.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 #include "zb_bytes.h"
@@ -20,11 +21,13 @@ struct V2Scratch {
     ScratchArray<uint8_t> exc;
     ScratchArray<uint16_t> codes16;
     ScratchArray<uint8_t> recon;  // T values, typed at use
+    ScratchArray<uint32_t> quant;  // Lorenzo: the quantized integers
     void trim() {
         codes.trim(kScratchKeepBytes);
         exc.trim(kScratchKeepBytes);
         codes16.trim(kScratchKeepBytes);
         recon.trim(kScratchKeepBytes);
+        quant.trim(kScratchKeepBytes);
     }
 };
 thread_local V2Scratch t_v2;
@@ -34,82 +37,144 @@ zb_status corrupt(std::string &msg, const std::string &why) {
     return ZB_ERR_CORRUPT;
 }
 
-// Codes of one row of the Lorenzo deltas: `cur` the row's quantized integers, `up`, `back`, `backup` the rows at
-// (z, y-1), (z-1, y), (z-1, y-1) or a zero row where outside (rows the rank does not have are not read). The
-// arithmetic of lorenzo_delta (wrap-around uint32), without coordinates or bounds checks per point, so it vectorizes.
-template <int Rank>
-void lorenzo_row_codes(const uint32_t *__restrict cur, const uint32_t *__restrict up, const uint32_t *__restrict back,
-                       const uint32_t *__restrict backup, int64_t nx, int32_t radius, int32_t *__restrict codes) {
+// Work split into chunks of a fixed number of values, not one per thread, so that nothing depends on the thread
+// count. Escaped codes (their values are stored in index order) are found chunk by chunk: a first parallel pass
+// counts the escapes of each chunk (fused with the pass that writes the codes), a prefix sum gives each chunk's
+// first escape, and a second parallel pass visits only the chunks that have any.
+constexpr uint64_t kChunkValues = uint64_t(1) << 16;
+
+// Runs count(i0, i1) on every chunk [i0, i1) of [0, n) in parallel; count returns the escapes in its chunk. Returns
+// first, with first[c] the escapes before chunk c and first.back() their total.
+template <typename F> std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, int nt, F count) {
+    const int64_t chunks = (int64_t)div_up(n, kChunkValues);
+    std::vector<uint64_t> first((size_t)chunks + 1, 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c)
+        first[(size_t)c + 1] = count((uint64_t)c * kChunkValues, std::min(n, (uint64_t)(c + 1) * kChunkValues));
+    for (int64_t c = 0; c < chunks; ++c) first[(size_t)c + 1] += first[(size_t)c];
+    return first;
+}
+
+// Calls f(i, e) for every index i where escaped(i), e its rank among the escapes (from count_escapes_by_chunk).
+template <typename IsEscaped, typename F>
+void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsEscaped escaped, F f) {
+    const int64_t chunks = (int64_t)first.size() - 1;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+    for (int64_t c = 0; c < chunks; ++c) {
+        if (first[(size_t)c + 1] == first[(size_t)c]) continue;
+        uint64_t e = first[(size_t)c];
+        const uint64_t i1 = std::min(n, (uint64_t)(c + 1) * kChunkValues);
+        for (uint64_t i = (uint64_t)c * kChunkValues; i < i1; ++i)
+            if (escaped(i)) f(i, e++);
+    }
+}
+
+// The encoders' 16-bit codes of a delta d with |d| < radius. fast: sign-magnitude, escaped kEscapeCode; ratio: the
+// symbol d + radius, escaped 0.
+template <bool Ratio> struct Code16 {
+    int32_t radius;
+    static constexpr uint16_t kEscaped = Ratio ? 0 : kEscapeCode;
+    uint16_t operator()(int32_t d) const { return Ratio ? (uint16_t)(d + radius) : delta_to_code(d); }
+};
+
+// Codes of the values x0 <= x < x1 of one row of the Lorenzo deltas: `cur` the row's quantized integers, `up`,
+// `back`, `backup` the rows at (z, y-1), (z-1, y), (z-1, y-1) or a zero row where outside (rows the rank does not
+// have are not read). The arithmetic of lorenzo_delta (wrap-around uint32), without coordinates or bounds checks per
+// point, so it vectorizes. The codes are the encoder's (written directly: no int32 code array and no second pass).
+// Returns the number of escaped codes.
+template <int Rank, bool Ratio>
+uint64_t lorenzo_row_codes(const uint32_t *__restrict cur, const uint32_t *__restrict up,
+                           const uint32_t *__restrict back, const uint32_t *__restrict backup, int64_t x0, int64_t x1,
+                           Code16<Ratio> code16, uint16_t *__restrict codes) {
+    const int32_t radius = code16.radius;
+    uint32_t escaped = 0;
     auto code = [&](int64_t x, uint32_t pred) {
         const int32_t d = (int32_t)(cur[x] - pred);
-        codes[x] = (d > -radius && d < radius) ? d : kEscapedCode;
+        const bool ok = d > -radius && d < radius;
+        codes[x] = ok ? code16(d) : Code16<Ratio>::kEscaped;
+        escaped += ok ? 0u : 1u;
     };
-    uint32_t pred0 = 0;
-    if constexpr (Rank >= 2) pred0 += up[0];
-    if constexpr (Rank == 3) pred0 += back[0] - backup[0];
-    if (nx > 0) code(0, pred0);
-    for (int64_t x = 1; x < nx; ++x) {
+    int64_t x = x0;
+    if (x == 0 && x1 > 0) {  // no left neighbours
+        uint32_t pred0 = 0;
+        if constexpr (Rank >= 2) pred0 += up[0];
+        if constexpr (Rank == 3) pred0 += back[0] - backup[0];
+        code(0, pred0);
+        ++x;
+    }
+    for (; x < x1; ++x) {
         uint32_t pred = cur[x - 1];
         if constexpr (Rank >= 2) pred += up[x] - up[x - 1];
         if constexpr (Rank == 3) pred += back[x] - back[x - 1] - backup[x] + backup[x - 1];
         code(x, pred);
     }
+    return escaped;
 }
 
-// The Lorenzo predictor with int32 codes: dual-quantization (section 3) and the whole-chunk Lorenzo deltas
-// (section 4), row by row; deltas with |d| >= radius are escaped (their values in index order).
-template <typename T>
-void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, int32_t radius, int32_t *codes,
-                       uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
-    const uint64_t n = s.n;
-    std::vector<uint32_t> q((size_t)n);
-    quantize_values(x, n, qp, q.data(), exc, nt);
-    const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny(), rows = (int64_t)n / nx;
-    const std::vector<uint32_t> zero((size_t)nx, 0);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t z = r / ny, y = r % ny;
-        const uint32_t *cur = q.data() + r * nx;
-        const uint32_t *up = y ? cur - nx : zero.data();
-        const uint32_t *back = z ? cur - nx * ny : zero.data();
-        const uint32_t *backup = (z && y) ? back - nx : zero.data();
-        if (s.rank == 1) lorenzo_row_codes<1>(cur, up, back, backup, nx, radius, codes + r * nx);
-        else if (s.rank == 2) lorenzo_row_codes<2>(cur, up, back, backup, nx, radius, codes + r * nx);
-        else lorenzo_row_codes<3>(cur, up, back, backup, nx, radius, codes + r * nx);
+// Lorenzo codes of the values [i0, i1) (whole rows or parts of rows); returns the number of escaped codes.
+template <int Rank, bool Ratio>
+uint64_t lorenzo_range_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_t i0, uint64_t i1,
+                             Code16<Ratio> code16, uint16_t *codes) {
+    const uint64_t nx = s.nx(), ny = s.ny();
+    uint64_t escaped = 0;
+    for (uint64_t r = i0 / nx; r * nx < i1; ++r) {
+        const uint64_t z = r / ny, y = r % ny;
+        const uint32_t *cur = q + r * nx;
+        const uint32_t *up = y ? cur - nx : zero;
+        const uint32_t *back = z ? cur - nx * ny : zero;
+        const uint32_t *backup = (z && y) ? back - nx : zero;
+        const uint64_t x0 = std::max(i0, r * nx) - r * nx, x1 = std::min(i1, (r + 1) * nx) - r * nx;
+        escaped += lorenzo_row_codes<Rank>(cur, up, back, backup, (int64_t)x0, (int64_t)x1, code16, codes + r * nx);
     }
+    return escaped;
+}
+
+// The Lorenzo predictor with the encoder's 16-bit codes: dual-quantization (section 3) and the whole-chunk Lorenzo
+// deltas (section 4); deltas with |d| >= radius are escaped (their values in index order). `q` is scratch for n
+// values.
+template <typename T, bool Ratio>
+void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, Code16<Ratio> code16, uint32_t *q,
+                       uint16_t *codes, uint8_t *exc, std::vector<int32_t> &escapes, int nt) {
+    const uint64_t n = s.n;
+    quantize_values(x, n, qp, q, exc, nt);
+    const std::vector<uint32_t> zero((size_t)s.nx(), 0);
+    const std::vector<uint64_t> first = count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
+        if (s.rank == 1) return lorenzo_range_codes<1>(q, s, zero.data(), i0, i1, code16, codes);
+        if (s.rank == 2) return lorenzo_range_codes<2>(q, s, zero.data(), i0, i1, code16, codes);
+        return lorenzo_range_codes<3>(q, s, zero.data(), i0, i1, code16, codes);
+    });
+    // The escaped deltas (rare) are computed again, with coordinates.
+    const int64_t nx = (int64_t)s.nx(), ny = (int64_t)s.ny();
     auto qat = [&](int64_t zz, int64_t yy, int64_t xx) -> uint32_t {
         return (zz < 0 || yy < 0 || xx < 0) ? 0u : q[(size_t)((zz * ny + yy) * nx + xx)];
     };
-    for (uint64_t i = 0; i < n; ++i)  // escapes in index order (rare: the delta is computed again)
-        if (codes[i] == kEscapedCode) {
-            const int64_t xx = (int64_t)i % nx, y = ((int64_t)i / nx) % ny, z = (int64_t)i / (nx * ny);
-            escapes.push_back(s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
-                              : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
-                                            : lorenzo_delta<3>(z, y, xx, qat));
-        }
+    escapes.resize((size_t)first.back());
+    auto is_escaped = [codes](uint64_t i) { return codes[i] == Code16<Ratio>::kEscaped; };
+    for_each_escape(n, first, nt, is_escaped, [&](uint64_t i, uint64_t e) {
+        const int64_t xx = (int64_t)i % nx, y = ((int64_t)i / nx) % ny, z = (int64_t)i / (nx * ny);
+        escapes[(size_t)e] = s.rank == 1   ? lorenzo_delta<1>(z, y, xx, qat)
+                             : s.rank == 2 ? lorenzo_delta<2>(z, y, xx, qat)
+                                           : lorenzo_delta<3>(z, y, xx, qat);
+    });
 }
 
-// Inverse: codes (escapes patched in order) -> N-D prefix sums -> values; exceptions keep the stored values.
+// Inverse: codes (escapes patched in order, in place) -> N-D prefix sums (in place, as uint32) -> values; exceptions
+// keep the stored values. `first` is count_escapes_by_chunk of the codes.
 template <typename T>
-zb_status lorenzo_decode_v2(const Shape &s, double eb, const int32_t *codes, const int32_t *escapes,
-                            uint64_t nescapes, const uint8_t *mask, T *out, int nt, std::string &msg) {
+zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std::vector<uint64_t> &first,
+                            const int32_t *escapes, uint64_t nescapes, const uint8_t *mask, T *out, int nt,
+                            std::string &msg) {
     const uint64_t n = s.n;
-    std::vector<uint32_t> q((size_t)n);
-    uint64_t e = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        int32_t d = codes[i];
-        if (d == kEscapedCode) {
-            if (e >= nescapes) return corrupt(msg, "more escape codes than escapes");
-            d = escapes[e++];
-        }
-        q[(size_t)i] = (uint32_t)d;
-    }
-    if (e != nescapes) return corrupt(msg, "escape count does not match the codes");
-    lorenzo_inverse(q.data(), s, nt);
+    if (first.back() > nescapes) return corrupt(msg, "more escape codes than escapes");
+    if (first.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
+    for_each_escape(n, first, nt, [codes](uint64_t i) { return codes[i] == kEscapedCode; },
+                    [&](uint64_t i, uint64_t e) { codes[i] = escapes[e]; });
+    uint32_t *q = reinterpret_cast<uint32_t *>(codes);  // int32_t and uint32_t may alias
+    lorenzo_inverse(q, s, nt);
     const double twoeb = 2.0 * eb;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t i = 0; i < (int64_t)n; ++i)
-        if (!mask[i]) out[i] = dequantize<T>((int32_t)q[(size_t)i], twoeb);
+        if (!mask[i]) out[i] = dequantize<T>((int32_t)q[i], twoeb);
     return ZB_OK;
 }
 
@@ -131,8 +196,11 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
 
-    // Predictor: one code per value, exceptions, escapes; its parameters go to segment 0.
-    int32_t *codes = t_v2.codes.get((size_t)n);
+    // Predictor: one 16-bit code per value in the encoder's form (fast: sign-magnitude, escaped 0x8000; ratio: code + R,
+    // escaped 0), exceptions, escapes; its parameters go to segment 0.
+    uint16_t *c16 = t_v2.codes16.get((size_t)n);
+    const Code16<false> fast_code{radius};
+    const Code16<true> ratio_code{radius};
     uint8_t *exc = t_v2.exc.get((size_t)n);
     std::vector<int32_t> escapes;
     std::vector<uint8_t> params(kV2CommonParamBytes, 0);
@@ -141,30 +209,33 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
         const InterpParams ip =
             interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha);
+        int32_t *codes = t_v2.codes.get((size_t)n);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
+        auto to_c16 = [&](auto code16) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < (int64_t)n; ++i)
+                c16[i] = codes[i] == kEscapedCode ? code16.kEscaped : code16(codes[i]);
+        };
+        if (encoder == kEncFast) to_c16(fast_code);
+        else to_c16(ratio_code);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
-        lorenzo_encode_v2(x, s, make_quant_params(h.eb, p.has_fill, p.fill_bits), radius, codes, exc, escapes, nt);
+        const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
+        uint32_t *q = t_v2.quant.get((size_t)n);
+        if (encoder == kEncFast) lorenzo_encode_v2(x, s, qp, fast_code, q, c16, exc, escapes, nt);
+        else lorenzo_encode_v2(x, s, qp, ratio_code, q, c16, exc, escapes, nt);
     }
 
-    // Encoder. fast: sign-magnitude 16-bit codes (escaped: 0x8000) through bitshuffle and the sparse pass.
-    // ratio: symbols code + R (escaped: 0) through canonical Huffman and the sparse pass.
-    uint16_t *c16 = t_v2.codes16.get((size_t)n);
+    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass.
     std::vector<std::string> enc_segs;
     if (encoder == kEncFast) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i)
-            c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
         std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
         h.nonzero_code_blocks = fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, nt);
         enc_segs.push_back(std::move(flags));
         enc_segs.push_back(std::move(blocks));
     } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i)
-            c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
         RatioOptions ro;
         ro.run_symbol = (uint32_t)radius;  // code 0
         RatioStats rs;
@@ -220,24 +291,35 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
     int32_t *codes = t_v2.codes.get((size_t)n);
     const int nenc = v2_encoder_segments(h.encoder);
+    // The encoder's 16-bit codes -> int32 codes, counting the escaped ones per chunk (for Lorenzo's escapes).
+    std::vector<uint64_t> first;
+    auto to_codes = [&](auto code_of) {
+        return count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
+            uint64_t escaped = 0;
+            for (uint64_t i = i0; i < i1; ++i) {
+                codes[i] = code_of(c16[i]);
+                escaped += codes[i] == kEscapedCode ? 1u : 0u;
+            }
+            return escaped;
+        });
+    };
     if (h.encoder == kEncFast) {
         if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
             return corrupt(msg, "code blocks do not match their flags");
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i)
-            codes[i] = c16[i] == kEscapeCode ? kEscapedCode : code_to_delta(c16[i]);
+        first = to_codes([](uint16_t c) { return c == kEscapeCode ? kEscapedCode : code_to_delta(c); });
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
         if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
             return st;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < (int64_t)n; ++i) codes[i] = c16[i] == 0 ? kEscapedCode : (int32_t)c16[i] - radius;
+        first = to_codes([radius](uint16_t c) { return c == 0 ? kEscapedCode : (int32_t)c - radius; });
     }
 
     // Exceptions first: the predictor needs their exact values and positions.
     uint8_t *mask = t_v2.exc.get((size_t)n);
-    std::memset(mask, 0, (size_t)n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
+        std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
     const int ex0 = 1 + nenc + 1;
     ByteSpan ex[kExceptionSegmentCount];
     for (int i = 0; i < kExceptionSegmentCount; ++i) ex[i] = span(ex0 + i);
@@ -248,7 +330,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (h.predictor == kPredInterp)
         return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), radius, codes, escapes.data(), h.escapes,
                                  mask, out, nt, msg);
-    return lorenzo_decode_v2(h.shape, h.eb, codes, escapes.data(), h.escapes, mask, out, nt, msg);
+    return lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, mask, out, nt, msg);
 }
 
 }  // namespace

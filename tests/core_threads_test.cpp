@@ -1,0 +1,102 @@
+// Output independent of the thread count (DESIGN invariant; issue 7 criterion 4): for every v2 pipeline and the fast
+// one, f32 and f64, ranks 1-3, the stream is byte-identical for 1, 2, 3 and 16 compression threads and the decoded
+// array bit-identical for 1, 2, 3 and 16 decompression threads. The arrays are large enough (several 64K-value
+// chunks, a 1D row longer than two chunks) that the parallel paths run, and contain escapes and exceptions (NaN,
+// a fill value), whose positions and values are found chunk by chunk.
+#include <gtest/gtest.h>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include "test_util.h"
+
+namespace {
+
+using Dims = std::vector<size_t>;
+
+constexpr int kThreadCounts[] = {1, 2, 3, 16};
+
+// Sets ZBOUND_THREADS (decompression has no thread parameter) for the lifetime of the object.
+class ThreadsEnv {
+public:
+    explicit ThreadsEnv(int t) {
+        if (const char *e = std::getenv("ZBOUND_THREADS")) saved_ = e, had_ = true;
+        setenv("ZBOUND_THREADS", std::to_string(t).c_str(), 1);
+    }
+    ~ThreadsEnv() {
+        if (had_) setenv("ZBOUND_THREADS", saved_.c_str(), 1);
+        else unsetenv("ZBOUND_THREADS");
+    }
+
+private:
+    std::string saved_;
+    bool had_ = false;
+};
+
+// A smooth field with jumps (escapes: deltas beyond the code radius), NaN and a fill value (exceptions).
+template <typename T> std::vector<T> field(const Dims &dims, uint32_t seed) {
+    std::vector<T> v = zbt::smooth_field<T>(dims, 0.05, seed, 300.0);
+    for (size_t i = 0; i < v.size(); i += 7919) v[i] += (T)(2000.0 + (double)(i % 5000));
+    for (size_t i = 3; i < v.size(); i += 4093) v[i] = NAN;
+    for (size_t i = 11; i < v.size(); i += 10007) v[i] = (T)-9999.0;
+    for (size_t i = 20000; i < 20100 && i < v.size(); ++i) v[i] = NAN;   // a run of exceptions
+    return v;
+}
+
+template <typename T> void check_pipeline(zb_predictor pred, zb_encoder enc, const Dims &dims, uint32_t seed) {
+    const std::vector<T> data = field<T>(dims, seed);
+    const std::string what = std::string(sizeof(T) == 8 ? "f64" : "f32") + " predictor " + std::to_string(pred) +
+                             " encoder " + std::to_string(enc) + " rank " + std::to_string(dims.size());
+    std::vector<uint8_t> first;
+    for (int t : kThreadCounts) {
+        zb_params p = zb_params_default();
+        p.mode = ZB_MODE_ABS;
+        p.bound = 1e-3;
+        p.predictor = pred;
+        p.encoder = enc;
+        p.backend = ZB_BACKEND_CPU;
+        p.threads = t;
+        p.has_fill = 1;
+        p.fill_bits = zbt::bits((T)-9999.0);
+        const zbt::Stream s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK) << what;
+        if (first.empty()) first = s.bytes;
+        else ASSERT_EQ(s.bytes, first) << what << ", " << t << " compression threads";
+    }
+    zb_stream_info info;
+    ASSERT_EQ(zb_stream_info_get(first.data(), first.size(), &info), ZB_OK);
+    EXPECT_GT(info.escapes, 0u) << what;   // the cases cover the parallel escape passes
+    EXPECT_GT(info.exceptions, 100u) << what;
+
+    std::vector<T> ref(data.size());
+    {
+        ThreadsEnv env(1);
+        ASSERT_EQ(zbt::decompress(first, ref), ZB_OK) << what;
+    }
+    EXPECT_EQ(zbt::count_violations(data, ref, 1e-3, true, (T)-9999.0), 0u) << what;
+    for (int t : kThreadCounts) {
+        ThreadsEnv env(t);
+        std::vector<T> out(data.size());
+        ASSERT_EQ(zbt::decompress(first, out), ZB_OK) << what;
+        size_t differ = 0;
+        for (size_t i = 0; i < out.size(); ++i) differ += zbt::bits(out[i]) != zbt::bits(ref[i]);
+        EXPECT_EQ(differ, 0u) << what << ", " << t << " decompression threads";
+    }
+}
+
+// 3D and 2D shapes with several chunks of 64K values; a 1D array whose single row takes the parallel prefix sum.
+const Dims k3d{23, 90, 131}, k2d{500, 777}, k1d{400003};
+
+template <typename T> void check_all(uint32_t seed) {
+    for (const Dims &d : {k3d, k2d, k1d}) {
+        check_pipeline<T>(ZB_PRED_LORENZO, ZB_ENC_RATIO, d, seed);
+        check_pipeline<T>(ZB_PRED_INTERP, ZB_ENC_RATIO, d, seed);
+        check_pipeline<T>(ZB_PRED_LORENZO, ZB_ENC_FAST, d, seed);
+        check_pipeline<T>(ZB_PRED_INTERP, ZB_ENC_FAST, d, seed);
+    }
+}
+
+TEST(Threads, SameBytesAndValuesForAnyThreadCountF32) { check_all<float>(31); }
+TEST(Threads, SameBytesAndValuesForAnyThreadCountF64) { check_all<double>(32); }
+
+}  // namespace
