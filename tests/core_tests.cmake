@@ -8,7 +8,8 @@ add_executable(core_tests
   core_interp_test.cpp
   core_auto_test.cpp
   core_pwrel_test.cpp
-  core_threads_test.cpp)
+  core_threads_test.cpp
+  core_simd_test.cpp)
 target_link_libraries(core_tests PRIVATE zbound_static GTest::gtest_main)
 target_include_directories(core_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(core_tests PRIVATE ZBOUND_SHARED_DATA="${ZBOUND_SHARED_DATA}"

@@ -1,9 +1,11 @@
 // Error-bound modes: the value range over finite non-fill values and the absolute bound derived from it.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include "zb_cpu.h"
 #include "zb_gpu_ops.h"
 #include "zb_quant.h"
+#include "zb_simd.h"
 
 namespace zb {
 
@@ -28,8 +30,9 @@ namespace {
 // none). Kept in kLanes independent accumulators, with the "usable" test as a mask instead of a branch (finite:
 // |v| <= max, a floating-point compare; the fill test compares bits, only when there is a fill value), so that the
 // compiler vectorizes the inner loop.
-template <bool UseFill, typename T>
-void range_part(const T *x, uint64_t begin, uint64_t end, uint64_t fill_bits, T &lo, T &hi) {
+template <typename T, bool UseFill>
+ZB_ALWAYS_INLINE void range_part(const T *x, uint64_t begin, uint64_t end, uint64_t fill_bits, T *lo, T *hi,
+                                 std::integral_constant<bool, UseFill>) {
     using U = typename FloatBits<T>::U;
     constexpr int kLanes = 16;
     const U fill = (U)fill_bits;
@@ -49,21 +52,28 @@ void range_part(const T *x, uint64_t begin, uint64_t end, uint64_t fill_bits, T 
         for (int k = 0; k < kLanes; ++k) step(k, x[i + k]);
     for (int k = 0; i < end; ++i, ++k) step(k, x[i]);
     for (int k = 0; k < kLanes; ++k) {
-        lo = l[k] < lo ? l[k] : lo;
-        hi = h[k] > hi ? h[k] : hi;
+        *lo = l[k] < *lo ? l[k] : *lo;
+        *hi = h[k] > *hi ? h[k] : *hi;
     }
 }
+ZB_SIMD_CLONES(range_part)
 
 template <typename T>
 bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int threads, double &vmin, double &vmax) {
     T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
     const int parts = n < (1u << 16) ? 1 : threads;
+    using WithFill = std::integral_constant<bool, true>;
+    using NoFill = std::integral_constant<bool, false>;
+    using Part = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, WithFill);
+    using PartNoFill = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, NoFill);
+    const Part with_fill = simd_pick<Part>(range_part_base, range_part_avx2, range_part_avx512);
+    const PartNoFill no_fill = simd_pick<PartNoFill>(range_part_base, range_part_avx2, range_part_avx512);
 #pragma omp parallel for num_threads(parts) reduction(min : lo) reduction(max : hi) schedule(static, 1)
     for (int r = 0; r < parts; ++r)
     {
         const uint64_t begin = n * (uint64_t)r / (uint64_t)parts, end = n * (uint64_t)(r + 1) / (uint64_t)parts;
-        if (has_fill) range_part<true>(x, begin, end, fill_bits, lo, hi);
-        else range_part<false>(x, begin, end, fill_bits, lo, hi);
+        if (has_fill) with_fill(x, begin, end, fill_bits, &lo, &hi, WithFill{});
+        else no_fill(x, begin, end, fill_bits, &lo, &hi, NoFill{});
     }
     if (!(lo <= hi)) return false;
     vmin = (double)lo;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
@@ -12,22 +13,31 @@
 #include "zb_lorenzo.h"
 #include "zb_quant.h"
 #include "zb_scratch.h"
+#include "zb_quantize_span.h"
 
 namespace zb {
 
-// Quantizes every value (dual-quantization, docs/FORMAT.md section 3): q (0 for exceptions) and the exception mask.
-// The parameters are a local copy and the pointers restrict-qualified: stores through the uint8_t mask may alias
-// anything and would otherwise make the compiler reload them for every value, which keeps the loop scalar.
+// Dual quantization (docs/FORMAT.md section 3) of every value: q and the exception mask (zb_quantize_span.h).
+template <typename T>
+void quantize_span_base(const T *x, uint64_t i0, uint64_t i1, QuantParams qp, uint32_t *q, uint8_t *exc) {
+    quantize_span(x, i0, i1, qp, q, exc);
+}
+
+// Every value, in spans of kSpan values over the threads; each span by the AVX2 kernel where the CPU has it (the
+// compiler vectorizes quantize_span for the baseline only), else by the loop above.
 template <typename T>
 void quantize_values(const T *__restrict x, uint64_t n, const QuantParams &params, uint32_t *__restrict q,
                      uint8_t *__restrict exc, int nt) {
+    using Span = void (*)(const T *, uint64_t, uint64_t, QuantParams, uint32_t *, uint8_t *);
+    Span span = quantize_span_base<T>;
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) span = quantize_span_avx2;
+#endif
+    constexpr uint64_t kSpan = 1 << 14;
     const QuantParams qp = params;
-#pragma omp parallel for simd num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) {
-        int32_t qi;
-        exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
-        q[i] = (uint32_t)qi;
-    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < (int64_t)div_up(n, kSpan); ++c)
+        span(x, (uint64_t)c * kSpan, std::min(n, (uint64_t)(c + 1) * kSpan), qp, q, exc);
 }
 template void quantize_values<float>(const float *, uint64_t, const QuantParams &, uint32_t *, uint8_t *, int);
 template void quantize_values<double>(const double *, uint64_t, const QuantParams &, uint32_t *, uint8_t *, int);
@@ -49,8 +59,9 @@ struct Partition {
 // appended to `escapes` in order. `up`, `back`, `backup` are the rows at (z, y-1), (z-1, y), (z-1, y-1), or a
 // zero row where outside; rows that the rank does not have are never read.
 template <int Rank>
-void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, const uint32_t *backup, uint64_t x0,
-               uint64_t x1, uint16_t *codes, std::vector<int32_t> &escapes) {
+ZB_ALWAYS_INLINE void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, const uint32_t *backup,
+                                uint64_t x0, uint64_t x1, uint16_t *codes, std::vector<int32_t> *escapes,
+                                std::integral_constant<int, Rank>) {
     uint32_t any_escape = 0;   // an integer OR-reduction (a bool one keeps the loop from vectorizing)
     auto emit = [&](uint64_t x, uint32_t pred) {
         const uint16_t c = delta_to_code((int32_t)(cur[x] - pred));
@@ -77,14 +88,19 @@ void row_codes(const uint32_t *cur, const uint32_t *up, const uint32_t *back, co
                 uint32_t pred = x ? cur[x - 1] : 0;
                 if constexpr (Rank >= 2) pred += up[x] - (x ? up[x - 1] : 0);
                 if constexpr (Rank == 3) pred += back[x] - (x ? back[x - 1] : 0) - backup[x] + (x ? backup[x - 1] : 0);
-                escapes.push_back((int32_t)(cur[x] - pred));
+                escapes->push_back((int32_t)(cur[x] - pred));
             }
 }
+ZB_SIMD_CLONES(row_codes)
 
 // The 2048 codes of tile t (zero-padded past the end of the array), walking the rows the tile overlaps.
 template <int Rank>
 void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_t t, uint16_t *codes,
                 std::vector<int32_t> &escapes) {
+    using Rows = void (*)(const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, uint64_t, uint64_t,
+                          uint16_t *, std::vector<int32_t> *, std::integral_constant<int, Rank>);
+    static const Rows rows_base = row_codes_base, rows_avx2 = row_codes_avx2, rows_avx512 = row_codes_avx512;
+    const Rows rows = simd_pick(rows_base, rows_avx2, rows_avx512);
     const uint64_t nx = s.nx(), ny = s.ny();
     const uint64_t begin = t * kTileCodes, end = std::min(s.n, begin + kTileCodes);
     for (uint64_t i = begin; i < end;) {
@@ -94,7 +110,7 @@ void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_
         const uint32_t *up = y ? cur - nx : zero;
         const uint32_t *back = z ? cur - nx * ny : zero;
         const uint32_t *backup = (z && y) ? back - nx : zero;
-        row_codes<Rank>(cur, up, back, backup, x0, x1, codes + (i - begin), escapes);
+        rows(cur, up, back, backup, x0, x1, codes + (i - begin), &escapes, std::integral_constant<int, Rank>{});
         i += x1 - x0;
     }
     std::fill(codes + (end - begin), codes + kTileCodes, (uint16_t)0);
@@ -244,6 +260,26 @@ struct DecoderScratch {
 };
 thread_local DecoderScratch t_dec;
 
+// The decoder's per-value loops, compiled for each vector level (zb_simd.h).
+ZB_ALWAYS_INLINE uint64_t count_escape_codes(const uint16_t *c, uint64_t valid) {
+    uint64_t esc = 0;
+    for (uint64_t j = 0; j < valid; ++j) esc += c[j] == kEscapeCode;
+    return esc;
+}
+ZB_SIMD_CLONES(count_escape_codes)
+
+ZB_ALWAYS_INLINE void codes_to_deltas(const uint16_t *__restrict c, uint32_t *__restrict q, uint64_t valid) {
+    for (uint64_t j = 0; j < valid; ++j) q[j] = (uint32_t)code_to_delta(c[j]);
+}
+ZB_SIMD_CLONES(codes_to_deltas)
+
+template <typename T>
+ZB_ALWAYS_INLINE void dequantize_span(const uint32_t *__restrict q, T *__restrict out, uint64_t i0, uint64_t i1,
+                                      double twoeb) {
+    for (uint64_t i = i0; i < i1; ++i) out[i] = dequantize<T>((int32_t)q[i], twoeb);
+}
+ZB_SIMD_CLONES(dequantize_span)
+
 template <typename T>
 zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, std::string &msg) {
     const uint64_t n = h.shape.n;
@@ -263,13 +299,11 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     // Escapes per tile, then where each tile's escapes start.
     uint64_t *esc_start = t_dec.esc_start.get((size_t)ntiles + 1);
     esc_start[0] = 0;
+    const auto count_escapes = ZB_SIMD_PICK(uint64_t (*)(const uint16_t *, uint64_t), count_escape_codes);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint16_t *c = codes + (size_t)t * kTileCodes;
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
-        uint64_t esc = 0;
-        for (uint64_t j = 0; j < valid; ++j) esc += c[j] == kEscapeCode;
-        esc_start[(size_t)t + 1] = esc;
+        esc_start[(size_t)t + 1] = count_escapes(codes + (size_t)t * kTileCodes, valid);
     }
     for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
     if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
@@ -277,13 +311,14 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     // Deltas (escapes patched in order), then the prefix sums give q.
     uint32_t *q = t_dec.q.get((size_t)n);
     const uint8_t *esc_bytes = payload + h.seg[kSegEscapes].offset;
+    const auto to_deltas = ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
         const uint64_t base = (uint64_t)t * kTileCodes;
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - base);
         uint64_t e = esc_start[(size_t)t];
         if (e == esc_start[(size_t)t + 1]) {   // no escape in this tile (the common case): a loop that vectorizes
-            for (uint64_t j = 0; j < valid; ++j) q[base + j] = (uint32_t)code_to_delta(codes[base + j]);
+            to_deltas(codes + base, q + base, valid);
             continue;
         }
         for (uint64_t j = 0; j < valid; ++j) {
@@ -300,8 +335,11 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     lorenzo_inverse(q, h.shape, nt);
 
     const double twoeb = 2.0 * h.eb;
+    const auto dequant = ZB_SIMD_PICK(void (*)(const uint32_t *, T *, uint64_t, uint64_t, double), dequantize_span);
+    constexpr uint64_t kSpan = 1 << 14;
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i) out[i] = dequantize<T>((int32_t)q[(size_t)i], twoeb);
+    for (int64_t c = 0; c < (int64_t)div_up(n, kSpan); ++c)
+        dequant(q, out, (uint64_t)c * kSpan, std::min(n, (uint64_t)(c + 1) * kSpan), twoeb);
     if (h.exceptions) {
         ByteSpan ex[kExceptionSegmentCount];
         for (int i = 0; i < kExceptionSegmentCount; ++i)
@@ -337,6 +375,16 @@ void prefix_sum_parallel(uint32_t *r, uint64_t len, int nt) {
     }
 }
 
+// Columns [c0, c1) of a slab of `rows` rows of `width` values: each row plus the one before.
+ZB_ALWAYS_INLINE void add_row_runs(uint32_t *slab, uint64_t rows, uint64_t width, uint64_t c0, uint64_t c1) {
+    for (uint64_t r = 1; r < rows; ++r) {
+        uint32_t *__restrict cur = slab + r * width;
+        const uint32_t *__restrict prev = cur - width;
+        for (uint64_t c = c0; c < c1; ++c) cur[c] += prev[c];
+    }
+}
+ZB_SIMD_CLONES(add_row_runs)
+
 // In each of `slabs` slabs of `rows` rows of `width` values, adds every row to the next (a prefix sum down the
 // columns). The work items are (slab, run of columns), so that a pass has enough of them for every thread even when
 // there is one slab of long columns (the z pass); a run is at least 256 columns so each row access stays a stream.
@@ -345,15 +393,11 @@ void prefix_sum_columns(uint32_t *q, uint64_t slabs, uint64_t rows, uint64_t wid
     const uint64_t want = div_up(width * slabs, 4 * (uint64_t)nt);
     const uint64_t run = std::min(width, std::max<uint64_t>(256, div_up(want, 16) * 16));
     const uint64_t runs = div_up(width, run);
+    const auto add_rows = ZB_SIMD_PICK(void (*)(uint32_t *, uint64_t, uint64_t, uint64_t, uint64_t), add_row_runs);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t item = 0; item < (int64_t)(slabs * runs); ++item) {
-        uint32_t *slab = q + (uint64_t)item / runs * rows * width;
-        const uint64_t c0 = (uint64_t)item % runs * run, c1 = std::min(width, c0 + run);
-        for (uint64_t r = 1; r < rows; ++r) {
-            uint32_t *cur = slab + r * width;
-            const uint32_t *prev = cur - width;
-            for (uint64_t c = c0; c < c1; ++c) cur[c] += prev[c];
-        }
+        const uint64_t c0 = (uint64_t)item % runs * run;
+        add_rows(q + (uint64_t)item / runs * rows * width, rows, width, c0, std::min(width, c0 + run));
     }
 }
 

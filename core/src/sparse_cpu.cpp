@@ -2,6 +2,10 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#include "zb_simd.h"
+#if ZB_SIMD_X86
+#include <immintrin.h>
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -49,7 +53,34 @@ void bitshuffle_tile_portable(const uint16_t *codes, uint8_t *tile) {
 // collects the top bit of every byte, i.e. bit 7 of the 16 codes, which are the two plane bytes of bit plane 7 for
 // these codes (code j -> bit j); adding the register to itself moves the next bit to the top. 16 movemasks per 16
 // codes instead of two 8x8 bit transposes per 8.
+#if ZB_SIMD_X86
+// 32 codes per step: their low and high bytes packed in code order into one register each, then each of the 16
+// bit planes read with one movemask (bit j of plane p = bit p of code j), four plane bytes at a time.
+ZB_TARGET_AVX2 void bitshuffle_tile_avx2(const uint16_t *codes, uint8_t *tile) {
+    const __m256i low_byte = _mm256_set1_epi16(0x00FF);
+    for (int k = 0; k < kPlaneBytes; k += 4) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 8 * k));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 8 * k + 16));
+        // packus works per 128-bit lane: [a0-7, b0-7 | a8-15, b8-15]; the permute restores the code order.
+        __m256i lo = _mm256_permute4x64_epi64(
+            _mm256_packus_epi16(_mm256_and_si256(a, low_byte), _mm256_and_si256(b, low_byte)), 0xD8);
+        __m256i hi = _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)),
+                                              0xD8);
+        for (int p = 7; p >= 0; --p) {
+            const uint32_t ml = (uint32_t)_mm256_movemask_epi8(lo), mh = (uint32_t)_mm256_movemask_epi8(hi);
+            std::memcpy(tile + p * kPlaneBytes + k, &ml, 4);   // little-endian: codes 8k.. in byte k
+            std::memcpy(tile + (p + 8) * kPlaneBytes + k, &mh, 4);
+            lo = _mm256_add_epi8(lo, lo);
+            hi = _mm256_add_epi8(hi, hi);
+        }
+    }
+}
+#endif
+
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) {
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) return bitshuffle_tile_avx2(codes, tile);
+#endif
     const __m128i low_byte = _mm_set1_epi16(0x00FF);
     for (int k = 0; k < kPlaneBytes; k += 2) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes + 8 * k));
@@ -112,7 +143,38 @@ inline void columns_of_8_planes(const uint8_t *plane0, int k0, __m128i v[8]) {
 // 128 codes at a time: the plane bytes transposed into columns (byte k of planes 0-7 and of planes 8-15), then
 // _mm_movemask_epi8 collects bit 7 of each column byte, which is the low (high) byte of code 8k+7; adding the
 // register to itself brings the bits of code 8k+6 to the top, and so on.
+#if ZB_SIMD_X86
+// 32 codes per step: the four bytes of each plane at k are spread over 32 byte lanes (lane j gets bit j), and the
+// low and high code bytes are built bit by bit from plane 7 (0 + 8) down, then interleaved into the codes.
+ZB_TARGET_AVX2 void bitunshuffle_tile_avx2(const uint8_t *tile, uint16_t *codes) {
+    // Lane j takes byte j / 8 of the broadcast plane word (shuffles stay within 128-bit halves: the word is in both).
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,   //
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);   // lane j: bit j % 8
+    auto plane_bits = [&](const uint8_t *p) ZB_TARGET_AVX2 {   // 0xFF in lane j where bit j of the word is set
+        uint32_t w;
+        std::memcpy(&w, p, 4);
+        const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), spread);
+        return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+    };
+    for (int k = 0; k < kPlaneBytes; k += 4) {
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        for (int p = 7; p >= 0; --p) {   // byte = 2 * byte + bit (a set lane is -1)
+            lo = _mm256_sub_epi8(_mm256_add_epi8(lo, lo), plane_bits(tile + p * kPlaneBytes + k));
+            hi = _mm256_sub_epi8(_mm256_add_epi8(hi, hi), plane_bits(tile + (p + 8) * kPlaneBytes + k));
+        }
+        // unpack works per 128-bit half: c0 = codes 0-7 | 16-23, c1 = codes 8-15 | 24-31.
+        const __m256i c0 = _mm256_unpacklo_epi8(lo, hi), c1 = _mm256_unpackhi_epi8(lo, hi);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes + 8 * k), _mm256_permute2x128_si256(c0, c1, 0x20));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes + 8 * k + 16), _mm256_permute2x128_si256(c0, c1, 0x31));
+    }
+}
+#endif
+
 void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) return bitunshuffle_tile_avx2(tile, codes);
+#endif
     for (int k0 = 0; k0 < kPlaneBytes; k0 += 16) {
         __m128i lo[8], hi[8];
         columns_of_8_planes(tile, k0, lo);
