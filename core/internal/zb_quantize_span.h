@@ -13,7 +13,6 @@ namespace zb {
 template <typename T>
 ZB_ALWAYS_INLINE void quantize_span(const T *__restrict x, uint64_t i0, uint64_t i1, QuantParams qp,
                                     uint32_t *__restrict q, uint8_t *__restrict exc) {
-#pragma omp simd
     for (uint64_t i = i0; i < i1; ++i) {
         int32_t qi;
         exc[i] = quantize<T>(x[i], qp, qi) ? 0 : 1;
