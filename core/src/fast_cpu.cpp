@@ -408,7 +408,14 @@ void prefix_sum_rows(uint32_t *q, const Shape &s, int nt) {
     }
 }
 
-constexpr uint64_t kFusedRun = 2048;   // columns per work item of the fused last pass (its running sums)
+constexpr uint64_t kFusedRun = 2048;   // most columns per work item of the fused last pass (its running sums)
+
+template <typename T>
+ZB_ALWAYS_INLINE void dequantize_span(const uint32_t *__restrict q, T *__restrict out, uint64_t i0, uint64_t i1,
+                                      double twoeb) {
+    for (uint64_t i = i0; i < i1; ++i) out[i] = dequantize<T>((int32_t)q[i], twoeb);
+}
+ZB_SIMD_CLONES(dequantize_span)
 
 // Columns [c0, c1) (at most kFusedRun) of `rows` rows of `width` integers: the running sum down each column,
 // dequantized into out (same layout), without writing the sums back.
@@ -454,13 +461,26 @@ template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &
         rows = nz;
         width = nx * ny;
     }
+    // Work items are runs of columns; a run is at least 64 columns so each row access stays a stream. When that
+    // leaves fewer items than threads (narrow arrays), the unfused passes parallelize better.
+    const uint64_t run = std::min(kFusedRun, std::max<uint64_t>(64, div_up(div_up(width, 4 * (uint64_t)nt), 16) * 16));
+    const uint64_t runs = div_up(width, run);
+    if (runs < (uint64_t)nt && rows > 1) {
+        prefix_sum_columns(q, 1, rows, width, nt);
+        using Span = void (*)(const uint32_t *, T *, uint64_t, uint64_t, double);
+        const Span span = ZB_SIMD_PICK(Span, dequantize_span);
+        constexpr uint64_t kSpan = 1 << 14;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t c = 0; c < (int64_t)div_up(s.n, kSpan); ++c)
+            span(q, out, (uint64_t)c * kSpan, std::min(s.n, (uint64_t)(c + 1) * kSpan), twoeb);
+        return;
+    }
     using Pass = void (*)(const uint32_t *, uint64_t, uint64_t, uint64_t, uint64_t, T *, double);
     const Pass pass = ZB_SIMD_PICK(Pass, sum_rows_dequantize);
-    const uint64_t runs = div_up(width, kFusedRun);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t item = 0; item < (int64_t)runs; ++item) {
-        const uint64_t c0 = (uint64_t)item * kFusedRun;
-        pass(q, rows, width, c0, std::min(width, c0 + kFusedRun), out, twoeb);
+        const uint64_t c0 = (uint64_t)item * run;
+        pass(q, rows, width, c0, std::min(width, c0 + run), out, twoeb);
     }
 }
 template void lorenzo_inverse_dequantize<float>(uint32_t *, const Shape &, int, double, float *);
