@@ -127,6 +127,28 @@ void fill_stats(zb_run_stats *st, zb_backend used, double kernel, double total, 
     st->bytes_out = out;
 }
 
+// The GPU's part of a call, given choose_gpu's answer: true with `result` set when that settles the call (the GPU
+// succeeded; or it failed and was required, or failed with `final_error`, which the CPU would only repeat; or it
+// was required and there is none); false to go on with the CPU (no GPU, or a GPU failure, logged once).
+template <typename Run>
+bool gpu_settles(const zb::GpuOps *gpu, bool required, zb_status final_error, const char *what, Run &&run,
+                 zb_status &result) {
+    if (!gpu) {
+        if (required)
+            result = set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
+                                           "no driver)");
+        return required;
+    }
+    std::string msg;
+    const zb_status s = run(msg);
+    if (s == ZB_OK || required || s == final_error) {
+        result = s == ZB_OK ? ZB_OK : set_error(s, msg);
+        return true;
+    }
+    log_once(std::string("GPU ") + what + " failed, using the CPU: " + msg);
+    return false;
+}
+
 // Compression with an ABS or REL bound, after the argument checks (also the inner stream of PW_REL).
 zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *src, const zb::Shape &shape,
                           void *dst, size_t dst_capacity, size_t *dst_len, zb_run_stats *stats) {
@@ -142,18 +164,14 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
     uint8_t pred, enc;
     zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
     const bool v1 = zb::is_v1_pipeline(pred, enc);
-    if (gpu) {
-        zb_params gp = *params;
-        gp.predictor = pred == zb::kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
-        gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
-        const zb_status s = gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, msg);
-        if (s == ZB_OK) return ZB_OK;
-        if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
-        log_once("GPU compression failed, using the CPU: " + msg);
-    } else if (required) {
-        return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
-                                     "no driver)");
-    }
+    zb_params gp = *params;
+    gp.predictor = pred == zb::kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
+    gp.encoder = enc == zb::kEncRatio ? ZB_ENC_RATIO : ZB_ENC_FAST;
+    zb_status settled;
+    if (gpu_settles(gpu, required, ZB_ERR_BUFFER_TOO_SMALL, "compression", [&](std::string &m) {
+            return gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, m);
+        }, settled))
+        return settled;
     uint8_t *out = static_cast<uint8_t *>(dst);
     const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
                            : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
@@ -189,15 +207,12 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     const bool pw_rel = h.version == zb::kFormatVersionV5;
     // The GPU decodes every stream (raw passthrough is always version 1; version 5: the transform, the inner stream
     // and the exceptions on the device, cuda/pwrel_gpu.cu); the CPU is the reference and the fallback.
-    if (gpu) {
-        const zb_status s = pw_rel ? gpu->pwrel_decompress_host(h, stream, dst, stats, msg)
-                                   : gpu->decompress_host(h, stream, dst, stats, msg);
-        if (s == ZB_OK) return ZB_OK;
-        if (required || s == ZB_ERR_CORRUPT) return set_error(s, msg);
-        log_once("GPU decompression failed, using the CPU: " + msg);
-    } else if (required) {
-        return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU");
-    }
+    zb_status settled;
+    if (gpu_settles(gpu, required, ZB_ERR_CORRUPT, "decompression", [&](std::string &m) {
+            return pw_rel ? gpu->pwrel_decompress_host(h, stream, dst, stats, m)
+                          : gpu->decompress_host(h, stream, dst, stats, m);
+        }, settled))
+        return settled;
     if (pw_rel) {
         if (stats) *stats = zb_run_stats{};
         const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);
@@ -289,16 +304,12 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
         bool required = false;
         // On the GPU: transform, inner stream, check and exceptions (cuda/pwrel_gpu.cu), the same bytes as the
         // CPU reference below.
-        if (const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required)) {
-            const zb_status s = gpu->pwrel_compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len,
-                                                         stats, msg);
-            if (s == ZB_OK) return ZB_OK;
-            if (required || s == ZB_ERR_BUFFER_TOO_SMALL) return set_error(s, msg);
-            log_once("GPU compression failed, using the CPU: " + msg);
-        } else if (required) {
-            return set_error(ZB_ERR_GPU, "backend gpu requested but no usable GPU (CPU-only build, no device or "
-                                         "no driver)");
-        }
+        const zb::GpuOps *gpu = choose_gpu(params->backend, in_bytes, required);
+        zb_status settled;
+        if (gpu_settles(gpu, required, ZB_ERR_BUFFER_TOO_SMALL, "compression", [&](std::string &m) {
+                return gpu->pwrel_compress_host(*params, dtype, src, shape, dst, dst_capacity, dst_len, stats, m);
+            }, settled))
+            return settled;
         if (stats) *stats = zb_run_stats{};
         const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, dtype, shape, stats, false);
         const zb_status s = zb::pwrel_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
