@@ -25,6 +25,29 @@ def _field(shape, dtype, seed=0):
     return a
 
 
+def _case_field(dtype, seed, fill):
+    """The field of the CASES tests: 45 x 60 x 70 (edge chunks for the chunk shapes used), a block of fill values."""
+    a = _field((45, 60, 70), dtype, seed=seed)
+    if fill is not None:
+        a[3:5, 10:20, :] = fill
+    return a
+
+
+def _same_chunks_as_filter(f, a, kw, write, nchunks):
+    """In open file f, a dataset written through the filter and one written by write(ds, a), both created with kw:
+    asserts they store the same chunks (all filtered, byte for byte) and returns the two datasets."""
+    via_filter = f.create_dataset("filter", **kw)
+    via_filter[...] = a
+    direct = f.create_dataset("direct", **kw)
+    write(direct, a)
+    sa, sb = _stored_chunks(via_filter), _stored_chunks(direct)
+    assert sa.keys() == sb.keys() and len(sa) == nchunks
+    for off in sa:
+        assert sa[off][0] == sb[off][0] == 0
+        assert sa[off][1] == sb[off][1], f"chunk {off}: different bytes"
+    return via_filter, direct
+
+
 CASES = [
     ("abs", 1e-2, "auto", "auto", None, "f4"),
     ("rel", 1e-3, "interp", "ratio", None, "f4"),
@@ -37,21 +60,11 @@ CASES = [
 @pytest.mark.parametrize("mode,bound,pred,enc,fill,dtype", CASES)
 def test_write_chunks_writes_the_filters_bytes(tmp_path, mode, bound, pred, enc, fill, dtype):
     """Same data, same dataset creation: chunk for chunk, write_chunks stores the bytes the filter stores."""
-    a = _field((45, 60, 70), dtype)   # the last chunk along z is an edge chunk
-    if fill is not None:
-        a[3:5, 10:20, :] = fill
+    a = _case_field(dtype, 0, fill)
     kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 20, 70), fillvalue=fill,
               **zbound.Filter(**{mode: bound}, predictor=pred, encoder=enc))
     with h5py.File(tmp_path / "f.h5", "w") as f:
-        via_filter = f.create_dataset("filter", **kw)
-        via_filter[...] = a
-        direct = f.create_dataset("direct", **kw)
-        zbound.write_chunks(direct, a, threads=3)
-        sa, sb = _stored_chunks(via_filter), _stored_chunks(direct)
-        assert sa.keys() == sb.keys() and len(sa) == 3 * 3
-        for off in sa:
-            assert sa[off][0] == sb[off][0] == 0
-            assert sa[off][1] == sb[off][1], f"chunk {off}: different bytes"
+        _same_chunks_as_filter(f, a, kw, lambda ds, v: zbound.write_chunks(ds, v, threads=3), 3 * 3)
 
 
 def test_edge_chunks_read_back_through_the_plugin(tmp_path):
@@ -128,20 +141,12 @@ def test_device_arrays_round_trip(tmp_path, monkeypatch, window, mode, bound, pr
     cp = _cupy_or_skip()
     if window:
         monkeypatch.setattr(zbound.direct, "_WINDOW_BYTES", window)
-    a = _field((45, 60, 70), dtype, seed=5)
-    if fill is not None:
-        a[3:5, 10:20, :] = fill
+    a = _case_field(dtype, 5, fill)
     kw = dict(shape=a.shape, dtype=a.dtype, chunks=(16, 20, 32), fillvalue=fill,
               **zbound.Filter(**{mode: bound}, predictor=pred, encoder=enc))
     with h5py.File(tmp_path / "d.h5", "w") as f:
-        via_filter = f.create_dataset("filter", **kw)
-        via_filter[...] = a
-        dev = f.create_dataset("dev", **kw)
-        zbound.write_chunks(dev, cp.asarray(a))
-        sa, sb = _stored_chunks(via_filter), _stored_chunks(dev)
-        assert sa.keys() == sb.keys() and len(sa) == 3 * 3 * 3
-        for off in sa:
-            assert sa[off] == sb[off], f"chunk {off}: different bytes"
+        via_filter, dev = _same_chunks_as_filter(f, a, kw, lambda ds, v: zbound.write_chunks(ds, cp.asarray(v)),
+                                                 3 * 3 * 3)
         back = zbound.read_chunks(dev, device=True)
         assert isinstance(back, cp.ndarray)
         assert np.array_equal(uint_view(cp.asnumpy(back)), uint_view(via_filter[...]))
