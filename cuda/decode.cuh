@@ -443,14 +443,7 @@ struct ExceptionDecoder {
     }
     // Largest scan temporary run() needs (0 without exceptions).
     size_t scan_bytes(cudaStream_t s) const {
-        size_t most = 0;
-        if (k)
-            for (uint64_t m : {ng_edge, nw_mask, ng_change, nw_change}) {
-                size_t tb = 0;
-                exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
-                most = std::max(most, tb);
-            }
-        return most;
+        return k ? exclusive_sum_temp_bytes({ng_edge, nw_mask, ng_change, nw_change}, s) : 0;
     }
     void carve(Carver &cv) {
         if (!k) return;

@@ -539,12 +539,7 @@ template <typename T> struct ExceptionStage {
         nb_change = div_up(div_up(k, 8), kBlockBytes);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         if (!k) return;
-        size_t ex_scan_bytes = 0;
-        for (uint64_t m : {ng_edge, nw_change, ng_change}) {
-            size_t tb = 0;
-            exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
-            ex_scan_bytes = std::max(ex_scan_bytes, tb);
-        }
+        const size_t ex_scan_bytes = exclusive_sum_temp_bytes({ng_edge, nw_change, ng_change}, s);
         auto carve_ex = [&](Carver &cv) {
             V = cv.take<U>(k);
             E = cv.take<uint32_t>(ntiles * 64);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include "zb_format.h"
 #include "zb_quant.h"
@@ -171,6 +172,10 @@ void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out,
 // since the last head before i (the carries of the x prefix sum between tiles).
 void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,
                              cudaStream_t s);
+// The largest temp_bytes exclusive_sum needs for any of `lengths`: one temporary buffer then serves every scan.
+size_t exclusive_sum_temp_bytes(std::initializer_list<uint64_t> lengths, cudaStream_t s);
+// The same for exclusive_sum4 over n elements.
+size_t exclusive_sum4_temp_bytes(uint64_t n, cudaStream_t s);
 
 // ---- bit strings and the zero-block sparse pass (sparse_gpu.cu) ----------------------------------------------------
 // A "block" is 16 bytes = 4 words; flags are 1 bit per block, 32 blocks per flag word, LSB first.

@@ -569,15 +569,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                                 : make_lattice(shape, InterpCodeOrder::kPass, kAnchor);
     const uint64_t nlat = lat.n;
 
-    size_t scan_bytes = 0;
-    {
-        size_t tb = 0;
-        exclusive_sum4(nullptr, tb, nullptr, nullptr, ntiles, s);
-        scan_bytes = tb;
-        tb = 0;
-        exclusive_sum(nullptr, tb, nullptr, nullptr, nlat, s);
-        scan_bytes = std::max(scan_bytes, tb);
-    }
+    const size_t scan_bytes = std::max(exclusive_sum4_temp_bytes(ntiles, s), exclusive_sum_temp_bytes({nlat}, s));
     struct {
         T *x, *rec;
         uint16_t *codes;
@@ -809,12 +801,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
     dec::ExceptionDecoder ex;
     ex.init(n, k, h.runs);
-    size_t scan_bytes = ex.scan_bytes(s);
-    for (uint64_t m : {ntiles, nlat}) {
-        size_t tb = 0;
-        exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
-        scan_bytes = std::max(scan_bytes, tb);
-    }
+    const size_t scan_bytes = std::max(ex.scan_bytes(s), exclusive_sum_temp_bytes({ntiles, nlat}, s));
     const bool dst_aligned = (reinterpret_cast<uintptr_t>(dst) % sizeof(T)) == 0;
     const bool own_out = !dst_on_device || !dst_aligned;
     // After the ratio encoder's segments (any length) the escapes and exception segments may be unaligned for the

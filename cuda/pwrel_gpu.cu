@@ -222,15 +222,8 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
     // The stream is assembled in device memory: in the caller's buffer (device API), else in the arena.
     const size_t container_bytes = out.on_device ? 0 : inner_offset + raw_bytes;
 
-    size_t scan_bytes = 0;
-    {
-        size_t tb = 0;
-        exclusive_sum4(nullptr, tb, nullptr, nullptr, ntiles, s);
-        scan_bytes = tb;
-        tb = 0;
-        exclusive_sum(nullptr, tb, nullptr, nullptr, ng_sign, s);
-        scan_bytes = std::max(scan_bytes, tb);
-    }
+    const size_t scan_bytes =
+        std::max(exclusive_sum4_temp_bytes(ntiles, s), exclusive_sum_temp_bytes({ng_sign}, s));
     struct {
         T *x, *y;
         uint32_t *signw, *sflag, *scnt, *soff, *mwords;

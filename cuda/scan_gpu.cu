@@ -48,5 +48,21 @@ void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, ui
     ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, SegSumU2(), make_uint2(0, 0), (uint32_t)n, s));
 }
 
+size_t exclusive_sum_temp_bytes(std::initializer_list<uint64_t> lengths, cudaStream_t s) {
+    size_t most = 0;
+    for (uint64_t m : lengths) {
+        size_t tb = 0;
+        exclusive_sum(nullptr, tb, nullptr, nullptr, m, s);
+        most = std::max(most, tb);
+    }
+    return most;
+}
+
+size_t exclusive_sum4_temp_bytes(uint64_t n, cudaStream_t s) {
+    size_t tb = 0;
+    exclusive_sum4(nullptr, tb, nullptr, nullptr, n, s);
+    return tb;
+}
+
 }  // namespace gpu
 }  // namespace zb

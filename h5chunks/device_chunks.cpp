@@ -44,48 +44,33 @@ void zb_ok(zb_status s, const char *what) {
 
 uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// Device memory, freed at scope exit.
-struct DeviceBuffer {
+// A grow-only buffer of device memory (cudaMalloc / cudaFree) or pinned host memory (cudaHostAlloc /
+// cudaFreeHost), freed at scope exit.
+template <cudaError_t (*Alloc)(void **, size_t), cudaError_t (*Free)(void *)> struct GrowBuffer {
     uint8_t *p = nullptr;
     size_t size = 0;
-    DeviceBuffer() = default;
-    DeviceBuffer(const DeviceBuffer &) = delete;
-    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-    ~DeviceBuffer() {
-        if (p) (void)cudaFree(p);
+    GrowBuffer() = default;
+    GrowBuffer(const GrowBuffer &) = delete;
+    GrowBuffer &operator=(const GrowBuffer &) = delete;
+    ~GrowBuffer() {
+        if (p) (void)Free(p);
     }
     uint8_t *get(size_t bytes) {   // at least `bytes` (contents not kept when it grows)
         if (bytes <= size && p) return p;
-        if (p) (void)cudaFree(p);
+        if (p) (void)Free(p);
         p = nullptr;
         size = 0;
-        cuda_ok(cudaMalloc(reinterpret_cast<void **>(&p), std::max<size_t>(bytes, 1)), "cudaMalloc");
+        cuda_ok(Alloc(reinterpret_cast<void **>(&p), std::max<size_t>(bytes, 1)), "allocating a staging buffer");
         size = bytes;
         return p;
     }
 };
-
-// Pinned host memory, freed at scope exit.
-struct PinnedBuffer {
-    uint8_t *p = nullptr;
-    size_t size = 0;
-    PinnedBuffer() = default;
-    PinnedBuffer(const PinnedBuffer &) = delete;
-    PinnedBuffer &operator=(const PinnedBuffer &) = delete;
-    ~PinnedBuffer() {
-        if (p) (void)cudaFreeHost(p);
-    }
-    uint8_t *get(size_t bytes) {
-        if (bytes <= size && p) return p;
-        if (p) (void)cudaFreeHost(p);
-        p = nullptr;
-        size = 0;
-        cuda_ok(cudaHostAlloc(reinterpret_cast<void **>(&p), std::max<size_t>(bytes, 1), cudaHostAllocDefault),
-                "cudaHostAlloc");
-        size = bytes;
-        return p;
-    }
-};
+cudaError_t device_alloc(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t pinned_alloc(void **p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
+cudaError_t device_free(void *p) { return cudaFree(p); }
+cudaError_t pinned_free(void *p) { return cudaFreeHost(p); }
+using DeviceBuffer = GrowBuffer<device_alloc, device_free>;
+using PinnedBuffer = GrowBuffer<pinned_alloc, pinned_free>;
 
 // A CUDA stream of this call.
 struct Stream {
