@@ -10,6 +10,7 @@
 #include <omp.h>
 #include "zb_bytes.h"
 #include "zb_interp_cpu.h"
+#include "zb_interp_rows.h"
 #include "zb_lorenzo.h"
 
 namespace zb {
@@ -26,16 +27,6 @@ double interp_alpha(double eps) {
 
 namespace {
 
-// Linear index of (c[0], c[1], c[2]) in the 3D view.
-inline int64_t lin(const int64_t d[3], int64_t z, int64_t y, int64_t x) { return (z * d[1] + y) * d[2] + x; }
-
-// The points of one pass: along dims[order[i]] the odd multiples of s, along earlier dims multiples of s, along
-// later dims multiples of 2s (with s the level's stride).
-struct Pass {
-    int dim;
-    int64_t start[3], step[3], count[3];
-};
-
 Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
     Pass p;
     p.dim = ip.order[i];
@@ -50,90 +41,6 @@ Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
 }
 
 int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
-
-// finite_prediction (zb_interp.h) written with selects instead of early returns, and "finite" as |v| <= DBL_MAX (a
-// double compare; the bit test needs 64-bit integer vector compares, which SSE2 lacks), so that loops using it
-// vectorize. Same result.
-inline bool finite_double(double v) { return std::fabs(v) <= std::numeric_limits<double>::max(); }
-inline double finite_prediction_sel(double p, double left, double right) {
-    const double fallback = finite_double(left) ? left : (finite_double(right) ? right : 0.0);
-    return finite_double(p) ? p : fallback;
-}
-
-// One row of a pass: the points at array indices first + ix * dx, numbered k0 + ix within the pass (ix < count).
-struct Row {
-    int64_t first, dx, k0, count;
-};
-
-// Predictions of one row, sink(ix, prediction) for each point ix in order, from rec at stride s (the arithmetic of
-// interp_predict). A row of a pass along z or y has one spline case for all its points (their coordinate along the
-// pass dim is the row's), so the case is chosen once per row and the loop over x is branch-free; along x the cubic
-// interior runs without the per-point case choice, the few points near the ends through interp_predict. With a sink
-// that only stores into a buffer, and Branchless, the loops vectorize.
-template <bool Natural, bool Branchless, typename T, typename Sink>
-void predict_row(const Pass &p, const int64_t d[3], int64_t s, const T *__restrict rec, int64_t z, int64_t y,
-                 const Row &row, Sink sink) {
-    // The fallback for a non-finite spline: without branches where the loop is to vectorize, else the early-return
-    // form, which is faster in a scalar loop.
-    auto finite = [](double pred, double b, double c) {
-        return Branchless ? finite_prediction_sel(pred, b, c) : finite_prediction(pred, b, c);
-    };
-    const int64_t stride = p.dim == 0 ? d[1] * d[2] : (p.dim == 1 ? d[2] : 1);
-    const int64_t o1 = s * stride, o3 = 3 * s * stride;   // neighbours at idx -+ o1, -+ o3
-    const int64_t n = row.count, dx = row.dx;
-    const T *__restrict v = rec + row.first;   // v[ix * dx]: the point ix's value
-    if (p.dim == 2) {
-        const int64_t x0 = p.start[2];
-        auto general = [&](int64_t ix) {
-            const int64_t x = x0 + ix * dx;
-            sink(ix, interp_predict(x, s, d[2], Natural, [&](int64_t j) { return (double)v[j - x0]; }));
-        };
-        const int64_t lo = std::min(n, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
-        const int64_t hi = std::max(lo, std::min(n, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
-        for (int64_t ix = 0; ix < lo; ++ix) general(ix);
-        for (int64_t ix = lo; ix < hi; ++ix) {
-            const int64_t i = ix * dx;
-            const double b = v[i - o1], c = v[i + o1];
-            sink(ix, finite(spline_cubic(Natural, v[i - o3], b, c, v[i + o3]), b, c));
-        }
-        for (int64_t ix = hi; ix < n; ++ix) general(ix);
-        return;
-    }
-    // The neighbours of point ix along the pass dim, each read as its own strided stream (one load per iteration
-    // from each pointer, which the vectorizer handles; four loads at offsets from one pointer it does not).
-    const T *__restrict va = v - o3, *__restrict vb = v - o1, *__restrict vc = v + o1, *__restrict vd = v + o3;
-    switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
-        case SplineCase::kLeftOnly:
-            for (int64_t ix = 0; ix < n; ++ix) {
-                const double b = vb[ix * dx];
-                sink(ix, finite(b, b, b));
-            }
-            break;
-        case SplineCase::kCubic:
-            for (int64_t ix = 0; ix < n; ++ix) {
-                const double b = vb[ix * dx], c = vc[ix * dx];
-                sink(ix, finite(spline_cubic(Natural, va[ix * dx], b, c, vd[ix * dx]), b, c));
-            }
-            break;
-        case SplineCase::kQuadLeft:
-            for (int64_t ix = 0; ix < n; ++ix) {
-                const double b = vb[ix * dx], c = vc[ix * dx];
-                sink(ix, finite(spline_quad_left(va[ix * dx], b, c), b, c));
-            }
-            break;
-        case SplineCase::kQuadRight:
-            for (int64_t ix = 0; ix < n; ++ix) {
-                const double b = vb[ix * dx], c = vc[ix * dx];
-                sink(ix, finite(spline_quad_right(b, c, vd[ix * dx]), b, c));
-            }
-            break;
-        default:
-            for (int64_t ix = 0; ix < n; ++ix) {
-                const double b = vb[ix * dx], c = vc[ix * dx];
-                sink(ix, finite(spline_linear(b, c), b, c));
-            }
-    }
-}
 
 // Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP when the pass is large), and
 // scratch is the calling thread's buffer of p.count[2] doubles.
@@ -154,12 +61,63 @@ template <typename F> void for_each_row(const Pass &p, const int64_t d[3], int n
     }
 }
 
-// predict_row with the spline variant chosen at run time.
-template <bool Branchless, typename T, typename Sink>
-void predict_row(bool natural, const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z, int64_t y,
-                 const Row &row, Sink sink) {
-    if (natural) predict_row<true, Branchless>(p, d, s, rec, z, y, row, sink);
-    else predict_row<false, Branchless>(p, d, s, rec, z, y, row, sink);
+// walk_row's body for the baseline: sink(ix, prediction) for every point in order. Branchless: the fallback for a
+// non-finite spline without branches, where the loop is to vectorize; else the early-return form, which is faster
+// in a scalar loop.
+template <bool Branchless, typename Sink> struct SinkRow {
+    Sink sink;
+    template <SplineCase K, bool Natural, typename T>
+    void span(int64_t ix0, int64_t ix1, int64_t dx, const T *__restrict a, const T *__restrict b,
+              const T *__restrict c, const T *__restrict d) {
+        for (int64_t ix = ix0; ix < ix1; ++ix) {
+            if (Branchless) {
+                sink(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
+            } else {
+                const int64_t i = ix * dx;
+                const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
+                const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
+                const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
+                sink(ix, finite_prediction(spline_of<K, Natural>(va, vb, vc, vd), vb, vc));
+            }
+        }
+    }
+    void point(int64_t ix, double pred) { sink(ix, pred); }
+};
+template <bool Branchless, typename Sink> SinkRow<Branchless, Sink> sink_row(Sink sink) { return {sink}; }
+
+// The encoder's row on the baseline: predictions into a buffer, then quantization: two loops without control flow
+// that the compiler vectorizes.
+template <typename T>
+void encode_row_base(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *__restrict codes,
+                     int64_t code_step, double *__restrict pred) {
+    auto body = sink_row<true>([pred](int64_t ix, double v) { pred[ix] = v; });
+    walk_row(ep.natural, *ep.p, ep.d, ep.s, ep.recon, z, y, row, body);
+    const ResidualParams rp = ep.rp;
+    const T *__restrict x = ep.x;
+    uint8_t *__restrict exc = ep.exc;
+    T *__restrict recon = ep.recon;
+    for (int64_t ix = 0; ix < row.count; ++ix) {
+        const int64_t idx = row.first + ix * row.dx;
+        int32_t q;
+        T r;
+        const bool regular = quantize_residual<T>(x[idx], pred[ix], rp.twoe, rp.recip, rp.eb, rp.radius, rp.has_fill,
+                                                  rp.fill_bits, q, r);
+        codes[ix * code_step] = q;
+        exc[idx] = regular ? 0 : 1;
+        recon[idx] = r;
+    }
+}
+
+// The decoder's row on the baseline: one fused scalar loop. The store is masked (exceptions keep their values) and
+// strided, which does not vectorize well (predictions into a buffer and a separate loop measured slower).
+template <typename T>
+void decode_row_base(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
+                     int64_t code_step, double *) {
+    auto body = sink_row<false>([&](int64_t ix, double pred) {
+        const int64_t idx = row.first + ix * row.dx;
+        if (!dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, codes[ix * code_step], dp.twoe);
+    });
+    walk_row(dp.natural, *dp.p, dp.d, dp.s, dp.out, z, y, row, body);
 }
 
 // Position in the code array of a point (docs/FORMAT.md sections 8 and 10).
@@ -173,23 +131,6 @@ struct CodePos {
     }
     int64_t code_step(const Row &row) const { return order == InterpCodeOrder::kPass ? 1 : row.dx; }
 };
-
-// Encoder, one row: quantize_residual of every point against its prediction; codes, exception mask bits and the
-// reconstruction. Nothing here reads what it writes, so the loop vectorizes.
-template <typename T>
-void quantize_row(const T *__restrict x, const double *__restrict pred, const Row &row, int32_t *__restrict codes,
-                  int64_t code_step, double twoe, double recip, double eb, int32_t radius, int has_fill,
-                  uint64_t fill_bits, uint8_t *__restrict exc, T *__restrict recon) {
-    for (int64_t ix = 0; ix < row.count; ++ix) {
-        const int64_t idx = row.first + ix * row.dx;
-        int32_t q;
-        T r;
-        const bool regular = quantize_residual<T>(x[idx], pred[ix], twoe, recip, eb, radius, has_fill, fill_bits, q, r);
-        codes[ix * code_step] = q;
-        exc[idx] = regular ? 0 : 1;
-        recon[idx] = r;
-    }
-}
 
 // Lattice of anchors: dims and the linear index of lattice point (a, b, c).
 struct Lattice {
@@ -351,20 +292,22 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
             escapes.push_back(delta);
         }
     }
-    // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order.
+    // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order, with the row function of
+    // the vector level in use.
+    auto encode_row = encode_row_base<T>;
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) encode_row = encode_row_avx2<T>;
+#endif
     pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
-        const double recip = twoe > 0 ? 1.0 / twoe : 0.0;
+        const ResidualParams rp{twoe, twoe > 0 ? 1.0 / twoe : 0.0, eb, radius, has_fill, fill_bits};
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
-            const bool natural = ip.natural[p.dim] != 0;
-            // Predictions into a buffer, then quantization: two loops without control flow that vectorize.
-            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *pred) {
-                predict_row<true>(natural, p, d, st, recon, z, y, row, [pred](int64_t ix, double v) { pred[ix] = v; });
-                quantize_row(x, pred, row, pos.codes(codes, row), pos.code_step(row), twoe, recip, eb, radius,
-                             has_fill, fill_bits, exc, recon);
+            const EncodePass<T> ep{&p, d, st, ip.natural[p.dim] != 0, x, recon, exc, rp};
+            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *scratch) {
+                encode_row(ep, z, y, row, pos.codes(codes, row), pos.code_step(row), scratch);
             });
             pos.base += pass_points(p);
         }
@@ -412,38 +355,31 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
         const int64_t i = lin(d, (a / (L.n[1] * L.n[2])) * A, ((a / L.n[2]) % L.n[1]) * A, (a % L.n[2]) * A);
         if (!mask[i]) out[i] = dequantize<T>((int32_t)qlat[(size_t)a], twoa);
     }
-    // Every code is in (-radius, radius), but anchors may also be escaped.
+    // Every code is in (-radius, radius) except the escaped anchors: as these are out of range and there are
+    // nescapes of them (checked above), the codes out of range must number exactly nescapes. (A count without
+    // branches or coordinates, which vectorizes.)
     const int64_t n = d[0] * d[1] * d[2];
-    int64_t bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : bad) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) {
-        const int32_t q = codes[i];
-        if (q > -radius && q < radius) continue;
-        const int64_t x = i % d[2], y = (i / d[2]) % d[1], z = i / (d[1] * d[2]);
-        const bool anchor = order == InterpCodeOrder::kPass ? i < L.size() : ((x | y | z) & (A - 1)) == 0;
-        bad += !(anchor && q == kEscapedCode);
-    }
-    if (bad) {
+    uint64_t outside = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : outside) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) outside += (codes[i] <= -radius) | (codes[i] >= radius) ? 1u : 0u;
+    if (outside != nescapes) {
         msg = "corrupt stream: interp code out of range";
         return ZB_ERR_CORRUPT;
     }
     // Levels, as the encoder ran them.
+    auto decode_row = decode_row_base<T>;
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) decode_row = decode_row_avx2<T>;
+#endif
     pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
-            const bool natural = ip.natural[p.dim] != 0;
-            // One fused loop: the store is masked (exceptions keep their values) and strided, which does not vectorize
-            // well; fused, the prediction is not written to memory and read back.
-            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *) {
-                const int32_t *c = pos.codes(codes, row);
-                const int64_t cstep = pos.code_step(row);
-                predict_row<false>(natural, p, d, st, out, z, y, row, [&](int64_t ix, double pred) {
-                    const int64_t idx = row.first + ix * row.dx;
-                    if (!mask[idx]) out[idx] = dequantize_residual<T>(pred, c[ix * cstep], twoe);
-                });
+            const DecodePass<T> dp{&p, d, st, ip.natural[p.dim] != 0, out, mask, twoe};
+            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *scratch) {
+                decode_row(dp, z, y, row, pos.codes(codes, row), pos.code_step(row), scratch);
             });
             pos.base += pass_points(p);
         }

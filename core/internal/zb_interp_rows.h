@@ -1,0 +1,156 @@
+// The interp predictor's passes on the CPU, one row at a time (core/src/interp_cpu.cpp runs the passes; this header
+// holds what its row loops share with their AVX2 versions in core/src/interp_rows_avx2.cpp): the points of a pass,
+// the walk over a row's spans of one spline case, and the encoder's and decoder's work per row.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include "zb_interp.h"
+#include "zb_simd.h"
+
+namespace zb {
+
+// Linear index of (z, y, x) in the 3D view.
+inline int64_t lin(const int64_t d[3], int64_t z, int64_t y, int64_t x) { return (z * d[1] + y) * d[2] + x; }
+
+// The points of one pass: along dims[order[i]] the odd multiples of s, along earlier dims multiples of s, along
+// later dims multiples of 2s (with s the level's stride).
+struct Pass {
+    int dim;
+    int64_t start[3], step[3], count[3];
+};
+
+// One row of a pass: the points at array indices first + ix * dx, numbered k0 + ix within the pass (ix < count).
+struct Row {
+    int64_t first, dx, k0, count;
+};
+
+// finite_prediction (zb_interp.h) written with selects instead of early returns, and "finite" as |v| <= DBL_MAX (a
+// double compare; the bit test needs 64-bit integer vector compares, which SSE2 lacks), so that loops using it
+// vectorize. Same result.
+inline bool finite_double(double v) { return std::fabs(v) <= std::numeric_limits<double>::max(); }
+inline double finite_prediction_sel(double p, double left, double right) {
+    const double fallback = finite_double(left) ? left : (finite_double(right) ? right : 0.0);
+    return finite_double(p) ? p : fallback;
+}
+
+// The spline of case K from the neighbours a, b, c, d at -3s, -s, +s, +3s (those K does not use are ignored).
+template <SplineCase K, bool Natural> ZB_ALWAYS_INLINE double spline_of(double a, double b, double c, double d) {
+    if constexpr (K == SplineCase::kCubic) return spline_cubic(Natural, a, b, c, d);
+    else if constexpr (K == SplineCase::kQuadLeft) return spline_quad_left(a, b, c);
+    else if constexpr (K == SplineCase::kQuadRight) return spline_quad_right(b, c, d);
+    else if constexpr (K == SplineCase::kLinear) return spline_linear(b, c);
+    else return b;
+}
+
+// Walks the points of one row of pass p in order, from the values rec at stride s (the arithmetic of
+// interp_predict), handing them to body in spans of one spline case:
+//   body.template span<K, Natural>(ix0, ix1, dx, a, b, c, d): the points ix in [ix0, ix1), each predicted by spline K
+//     from its neighbours a[ix * dx], b[ix * dx], c[ix * dx], d[ix * dx] along the pass dim (the pointers K does not
+//     use may lie outside the array: they must not be read);
+//   body.point(ix, prediction): a point predicted otherwise (near the ends of a row along x).
+// A row of a pass along z or y has one spline case for all its points (their coordinate along the pass dim is the
+// row's), so it is one span; along x the cubic interior is one span and the few points near the ends go one by one
+// through interp_predict. Always inlined, so that a caller compiled for AVX2 compiles it for AVX2 too.
+template <bool Natural, typename T, typename Body>
+ZB_ALWAYS_INLINE void walk_row(const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z, int64_t y,
+                               const Row &row, Body &body) {
+    const int64_t stride = p.dim == 0 ? d[1] * d[2] : (p.dim == 1 ? d[2] : 1);
+    const int64_t o1 = s * stride, o3 = 3 * s * stride;   // neighbours at idx -+ o1, -+ o3
+    const int64_t n = row.count, dx = row.dx;
+    const T *v = rec + row.first;   // v[ix * dx]: the point ix's value
+    // The four neighbour streams, each read with its own pointer (one load per point from each, which the
+    // vectorizer handles; four loads at offsets from one pointer it does not).
+    const T *va = v - o3, *vb = v - o1, *vc = v + o1, *vd = v + o3;
+    if (p.dim == 2) {
+        const int64_t x0 = p.start[2];
+        auto general = [&](int64_t ix) {
+            const int64_t x = x0 + ix * dx;
+            body.point(ix, interp_predict(x, s, d[2], Natural, [&](int64_t j) { return (double)v[j - x0]; }));
+        };
+        const int64_t lo = std::min(n, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
+        const int64_t hi = std::max(lo, std::min(n, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
+        for (int64_t ix = 0; ix < lo; ++ix) general(ix);
+        body.template span<SplineCase::kCubic, Natural>(lo, hi, dx, va, vb, vc, vd);
+        for (int64_t ix = hi; ix < n; ++ix) general(ix);
+        return;
+    }
+    switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
+        case SplineCase::kLeftOnly:
+            body.template span<SplineCase::kLeftOnly, Natural>(0, n, dx, va, vb, vc, vd);
+            break;
+        case SplineCase::kCubic: body.template span<SplineCase::kCubic, Natural>(0, n, dx, va, vb, vc, vd); break;
+        case SplineCase::kQuadLeft:
+            body.template span<SplineCase::kQuadLeft, Natural>(0, n, dx, va, vb, vc, vd);
+            break;
+        case SplineCase::kQuadRight:
+            body.template span<SplineCase::kQuadRight, Natural>(0, n, dx, va, vb, vc, vd);
+            break;
+        default: body.template span<SplineCase::kLinear, Natural>(0, n, dx, va, vb, vc, vd);
+    }
+}
+
+// walk_row with the spline variant chosen at run time.
+template <typename T, typename Body>
+ZB_ALWAYS_INLINE void walk_row(bool natural, const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z,
+                               int64_t y, const Row &row, Body &body) {
+    if (natural) walk_row<true>(p, d, s, rec, z, y, row, body);
+    else walk_row<false>(p, d, s, rec, z, y, row, body);
+}
+
+// The prediction of point ix of a span of case K (the scalar form of what every body's span computes). Left-only
+// points have no right neighbour: c is not read.
+template <SplineCase K, bool Natural, typename T>
+ZB_ALWAYS_INLINE double span_prediction(int64_t i, const T *a, const T *b, const T *c, const T *d) {
+    const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
+    const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
+    const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
+    return finite_prediction_sel(spline_of<K, Natural>(va, vb, vc, vd), vb, vc);
+}
+
+// What quantize_residual needs besides the value and its prediction.
+struct ResidualParams {
+    double twoe, recip;   // bin width of the level (2 * level bound) and its reciprocal
+    double eb;            // the global bound every reconstruction must meet
+    int32_t radius;       // codes lie in (-radius, radius)
+    int has_fill;
+    uint64_t fill_bits;
+};
+
+// One pass of the encoder: predictions from recon (the reconstructed values of earlier passes), then for each point
+// quantize_residual against x: its code, exception byte (exc, 1 = exception) and reconstruction (recon).
+template <typename T> struct EncodePass {
+    const Pass *p;
+    const int64_t *d;
+    int64_t s;
+    bool natural;
+    const T *x;
+    T *recon;
+    uint8_t *exc;
+    ResidualParams rp;
+};
+
+// One pass of the decoder: predictions from out, then the values of the regular points (mask[i] = 1 marks the
+// exceptions, whose values decode_exceptions already wrote).
+template <typename T> struct DecodePass {
+    const Pass *p;
+    const int64_t *d;
+    int64_t s;
+    bool natural;
+    T *out;
+    const uint8_t *mask;
+    double twoe;
+};
+
+// One row of a pass (its points' codes at codes[ix * code_step]); `scratch` holds row.count doubles.
+#if ZB_SIMD_X86
+template <typename T>
+void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *codes, int64_t code_step,
+                     double *scratch);
+template <typename T>
+void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
+                     int64_t code_step, double *scratch);
+#endif
+
+}  // namespace zb

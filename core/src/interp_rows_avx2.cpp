@@ -1,0 +1,300 @@
+// The interp encoder's and decoder's rows (zb_interp_rows.h) four points at a time with AVX2 intrinsics: the spline
+// prediction, the fallback for a non-finite one, and then quantize_residual (encoder) or dequantize_residual into
+// the points that are not exceptions (decoder). GCC vectorizes neither loop for AVX2 by itself (it turns their
+// selects into branches, and the decoder's store is masked and strided). Each step is the scalar code's IEEE double
+// operation on a vector, in the same order, so codes, exception bytes and values are bit for bit the scalar ones;
+// core_simd_test compares them on every kind of value (NaN, infinities, signed zeros, the fill value, residuals
+// beyond the radius or the bound) and every spline case.
+#include "zb_interp_rows.h"
+#include <cstring>
+#if ZB_SIMD_X86
+#include <immintrin.h>
+#endif
+
+namespace zb {
+
+#if ZB_SIMD_X86
+namespace {
+
+// The vector of four raw values of type T.
+template <typename T> struct Raw4;
+template <> struct Raw4<float> { using type = __m128; };
+template <> struct Raw4<double> { using type = __m256d; };
+
+// Four values v[0], v[dx], v[2 dx], v[3 dx] of type T: `raw` in the type's own vector, returned as doubles.
+// Contiguous values load as one vector, strided ones one by one. (For dx == 2, one vector of twice the width with
+// its even lanes taken measured slower: those loads overlap the scalar stores of the previous points, and a load
+// that overlaps a recent narrower store waits for it instead of being forwarded.)
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const float *v, int64_t dx, __m128 &raw) {
+    raw = dx == 1 ? _mm_loadu_ps(v) : _mm_setr_ps(v[0], v[dx], v[2 * dx], v[3 * dx]);
+    return _mm256_cvtps_pd(raw);
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const double *v, int64_t dx, __m256d &raw) {
+    raw = dx == 1 ? _mm256_loadu_pd(v) : _mm256_setr_pd(v[0], v[dx], v[2 * dx], v[3 * dx]);
+    return raw;
+}
+template <typename T> ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const T *v, int64_t dx) {
+    typename Raw4<T>::type raw;
+    return load4(v, dx, raw);
+}
+
+// The lanes of four raw values whose bits are `fill` (a 4-bit mask).
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE int fill_lanes(__m128 raw, uint64_t fill) {
+    return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(raw), _mm_set1_epi32((int)fill))));
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE int fill_lanes(__m256d raw, uint64_t fill) {
+    return _mm256_movemask_pd(
+        _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_castpd_si256(raw), _mm256_set1_epi64x((long long)fill))));
+}
+
+// The lanes of a 4-bit mask as 32-bit and 64-bit lane masks.
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m128i lanes32(int bits) {
+    const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
+    return _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(bits), bit), bit);
+}
+
+// Stores the four lanes to v[0], v[dx], v[2 dx], v[3 dx].
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4(float *v, int64_t dx, __m128 lanes) {
+    if (dx == 1) {
+        _mm_storeu_ps(v, lanes);
+        return;
+    }
+    _mm_store_ss(v, lanes);
+    const int b1 = _mm_extract_ps(lanes, 1), b2 = _mm_extract_ps(lanes, 2), b3 = _mm_extract_ps(lanes, 3);
+    std::memcpy(v + dx, &b1, 4);
+    std::memcpy(v + 2 * dx, &b2, 4);
+    std::memcpy(v + 3 * dx, &b3, 4);
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4(double *v, int64_t dx, __m256d lanes) {
+    if (dx == 1) {
+        _mm256_storeu_pd(v, lanes);
+        return;
+    }
+    const __m128d lo = _mm256_castpd256_pd128(lanes), hi = _mm256_extractf128_pd(lanes, 1);
+    _mm_storel_pd(v, lo);
+    _mm_storeh_pd(v + dx, lo);
+    _mm_storel_pd(v + 2 * dx, hi);
+    _mm_storeh_pd(v + 3 * dx, hi);
+}
+
+// (T) of four doubles, in T's vector, and that back as doubles.
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d round_to(__m256d r, __m128 &rt) {
+    rt = _mm256_cvtpd_ps(r);
+    return _mm256_cvtps_pd(rt);
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d round_to(__m256d r, __m256d &rt) {
+    rt = r;
+    return r;
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m128 blend4(__m128 a, __m128 b, int take_b) {
+    return _mm_blendv_ps(a, b, _mm_castsi128_ps(lanes32(take_b)));
+}
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d blend4(__m256d a, __m256d b, int take_b) {
+    return _mm256_blendv_pd(a, b, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(lanes32(take_b))));
+}
+
+// Lanes of four doubles that are finite (|v| <= DBL_MAX; false for NaN and infinities).
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d finite4(__m256d v) {
+    const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    return _mm256_cmp_pd(_mm256_and_pd(v, absmask), _mm256_set1_pd(std::numeric_limits<double>::max()),
+                         _CMP_LE_OQ);
+}
+
+// span_prediction (zb_interp_rows.h) of four points: the spline of case K, else the finite fallback.
+template <SplineCase K, bool Natural, typename T>
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, const T *a, const T *b, const T *c,
+                                                 const T *d) {
+    const __m256d vb = load4(b + i, dx);
+    if constexpr (K == SplineCase::kLeftOnly) {
+        return _mm256_and_pd(vb, finite4(vb));   // finite_prediction_sel(b, b, b): b, or 0 if it is not finite
+    } else {
+        const __m256d vc = load4(c + i, dx);
+        __m256d p;
+        if constexpr (K == SplineCase::kCubic) {
+            const __m256d inner = _mm256_add_pd(vb, vc);
+            const __m256d outer = _mm256_add_pd(load4(a + i, dx), load4(d + i, dx));
+            if (Natural)   // (-3a + 23b + 23c - 3d) / 40
+                p = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(23.0), inner),
+                                                _mm256_mul_pd(_mm256_set1_pd(3.0), outer)),
+                                  _mm256_set1_pd(0.025));
+            else   // (-a + 9b + 9c - d) / 16
+                p = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(9.0), inner), outer),
+                                  _mm256_set1_pd(0.0625));
+        } else if constexpr (K == SplineCase::kQuadLeft) {   // (-a + 6b + 3c) / 8
+            p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(6.0), vb),
+                                                          _mm256_mul_pd(_mm256_set1_pd(3.0), vc)),
+                                            load4(a + i, dx)),
+                              _mm256_set1_pd(0.125));
+        } else if constexpr (K == SplineCase::kQuadRight) {   // (3b + 6c - d) / 8
+            p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), vb),
+                                                          _mm256_mul_pd(_mm256_set1_pd(6.0), vc)),
+                                            load4(d + i, dx)),
+                              _mm256_set1_pd(0.125));
+        } else {   // linear: (b + c) / 2
+            p = _mm256_mul_pd(_mm256_add_pd(vb, vc), _mm256_set1_pd(0.5));
+        }
+        // finite_prediction_sel(p, b, c)
+        const __m256d fallback = _mm256_blendv_pd(_mm256_and_pd(vc, finite4(vc)), vb, finite4(vb));
+        return _mm256_blendv_pd(fallback, p, finite4(p));
+    }
+}
+
+// The AVX2 loop over a span for a row body (EncodeRow, DecodeRow): body.apply4 takes four points at a time and
+// their predictions, body.point the last ones. The body is a copy: a local whose members the compiler keeps in
+// registers (the vector stores may alias anything, and it would otherwise reload a member after each one). walk_row
+// calls the body's span, which calls this (an always-inlined caller without the target attribute could not inline
+// AVX2 code).
+template <SplineCase K, bool Natural, typename Body, typename T>
+ZB_TARGET_AVX2 void span_avx2(Body body, int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c,
+                              const T *d) {
+    int64_t ix = ix0;
+    for (; ix + 4 <= ix1; ix += 4) body.apply4(ix, predict4<K, Natural>(ix * dx, dx, a, b, c, d));
+    for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
+}
+
+// The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
+template <typename T> class EncodeRow {
+public:
+    EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step)
+        : x_(ep.x), recon_(ep.recon), exc_(ep.exc), codes_(codes), code_step_(code_step), first_(row.first),
+          dx_(row.dx), rp_(ep.rp) {}
+
+    template <SplineCase K, bool Natural>
+    void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
+        span_avx2<K, Natural>(*this, ix0, ix1, dx, a, b, c, d);
+    }
+    void point(int64_t ix, double pred) {
+        const int64_t idx = first_ + ix * dx_;
+        int32_t q;
+        T r;
+        const bool regular = quantize_residual<T>(x_[idx], pred, rp_.twoe, rp_.recip, rp_.eb, rp_.radius,
+                                                  rp_.has_fill, rp_.fill_bits, q, r);
+        codes_[ix * code_step_] = q;
+        exc_[idx] = regular ? 0 : 1;
+        recon_[idx] = r;
+    }
+
+    // quantize_residual of points ix .. ix + 3 against the predictions p.
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p) {
+        const ResidualParams &rp = rp_;
+        const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+        const int64_t dx = dx_, i = first_ + ix * dx;
+        typename Raw4<T>::type raw, rt;
+        const __m256d xd = load4(x_ + i, dx, raw);
+        const int is_fill = rp.has_fill ? fill_lanes(raw, rp.fill_bits) : 0;
+        // special: not finite, the fill value, or -0.0
+        const int zero = _mm256_movemask_pd(_mm256_cmp_pd(xd, _mm256_setzero_pd(), _CMP_EQ_OQ));
+        const int special = ~_mm256_movemask_pd(finite4(xd)) | is_fill | (zero & _mm256_movemask_pd(xd));
+        const __m256d t = _mm256_mul_pd(_mm256_sub_pd(xd, p), _mm256_set1_pd(rp.recip));
+        const __m256d small = _mm256_cmp_pd(_mm256_and_pd(t, absmask), _mm256_set1_pd(kQuantLimit), _CMP_LT_OQ);
+        const __m256d magic = _mm256_set1_pd(6755399441055744.0);   // round_half_even's 1.5 * 2^52
+        const __m128i qi = _mm256_cvttpd_epi32(_mm256_sub_pd(_mm256_add_pd(_mm256_and_pd(t, small), magic), magic));
+        const __m128i in_radius = _mm_and_si128(_mm_cmpgt_epi32(qi, _mm_set1_epi32(-rp.radius)),
+                                                _mm_cmpgt_epi32(_mm_set1_epi32(rp.radius), qi));
+        const int in_range = _mm256_movemask_pd(small) & _mm_movemask_ps(_mm_castsi128_ps(in_radius));
+        const __m256d r =
+            round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(qi), _mm256_set1_pd(rp.twoe))), rt);
+        const int within = _mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(xd, r), absmask), _mm256_set1_pd(rp.eb), _CMP_LE_OQ));
+        const int sign_differs = _mm256_movemask_pd(_mm256_xor_pd(xd, r));   // +0.0 must not come back as -0.0
+        const int allowed = rp.eb > 0 ? 0xf : 0;                              // false for a NaN eb too
+        const int regular = ~special & in_range & within & ~(zero & sign_differs) & allowed & 0xf;
+
+        const __m128i q = _mm_and_si128(qi, lanes32(regular));
+        if (code_step_ == 1) {
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes_ + ix), q);
+        } else {
+            alignas(16) int32_t lane[4];
+            _mm_store_si128(reinterpret_cast<__m128i *>(lane), q);
+            for (int k = 0; k < 4; ++k) codes_[(ix + k) * code_step_] = lane[k];
+        }
+        const uint32_t e = _pdep_u32((uint32_t)~regular & 0xf, 0x01010101u);   // byte k: 1 if point k is an exception
+        if (dx == 1)
+            std::memcpy(exc_ + i, &e, 4);
+        else
+            for (int k = 0; k < 4; ++k) exc_[i + k * dx] = (uint8_t)(e >> 8 * k);
+        store4(recon_ + i, dx, blend4(raw, rt, regular));
+    }
+
+private:
+    const T *x_;
+    T *recon_;
+    uint8_t *exc_;
+    int32_t *codes_;
+    int64_t code_step_, first_, dx_;
+    ResidualParams rp_;
+};
+
+// The decoder's body for walk_row: the values of the points that are not exceptions, four at a time with AVX2.
+template <typename T> class DecodeRow {
+public:
+    DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step)
+        : out_(dp.out), mask_(dp.mask), codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx),
+          twoe_(dp.twoe) {}
+
+    template <SplineCase K, bool Natural>
+    void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
+        span_avx2<K, Natural>(*this, ix0, ix1, dx, a, b, c, d);
+    }
+    void point(int64_t ix, double pred) {
+        const int64_t idx = first_ + ix * dx_;
+        if (!mask_[idx]) out_[idx] = dequantize_residual<T>(pred, codes_[ix * code_step_], twoe_);
+    }
+
+    // dequantize_residual of points ix .. ix + 3 with the predictions p, stored where the point is not an exception.
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p) {
+        const int64_t dx = dx_, i = first_ + ix * dx;
+        const __m128i q = code_step_ == 1
+                              ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes_ + ix))
+                              : _mm_setr_epi32(codes_[ix * code_step_], codes_[(ix + 1) * code_step_],
+                                               codes_[(ix + 2) * code_step_], codes_[(ix + 3) * code_step_]);
+        typename Raw4<T>::type v;
+        round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(q), _mm256_set1_pd(twoe_))), v);
+        uint32_t m;   // the exception bytes of the four points
+        if (dx == 1)
+            std::memcpy(&m, mask_ + i, 4);
+        else
+            m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
+        if (m == 0) {
+            store4(out_ + i, dx, v);
+            return;
+        }
+        alignas(32) T lane[4];
+        std::memcpy(lane, &v, sizeof lane);
+        for (int k = 0; k < 4; ++k)
+            if (!(m >> 8 * k & 0xff)) out_[i + k * dx] = lane[k];
+    }
+
+private:
+    T *out_;
+    const uint8_t *mask_;
+    const int32_t *codes_;
+    int64_t code_step_, first_, dx_;
+    double twoe_;
+};
+
+}  // namespace
+
+template <typename T>
+ZB_TARGET_AVX2 void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *codes,
+                                    int64_t code_step, double *) {
+    EncodeRow<T> body(ep, row, codes, code_step);
+    walk_row(ep.natural, *ep.p, ep.d, ep.s, ep.recon, z, y, row, body);
+}
+template <typename T>
+ZB_TARGET_AVX2 void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row,
+                                    const int32_t *codes, int64_t code_step, double *) {
+    DecodeRow<T> body(dp, row, codes, code_step);
+    walk_row(dp.natural, *dp.p, dp.d, dp.s, dp.out, z, y, row, body);
+}
+template void encode_row_avx2<float>(const EncodePass<float> &, int64_t, int64_t, const Row &, int32_t *, int64_t,
+                                     double *);
+template void encode_row_avx2<double>(const EncodePass<double> &, int64_t, int64_t, const Row &, int32_t *, int64_t,
+                                      double *);
+template void decode_row_avx2<float>(const DecodePass<float> &, int64_t, int64_t, const Row &, const int32_t *,
+                                     int64_t, double *);
+template void decode_row_avx2<double>(const DecodePass<double> &, int64_t, int64_t, const Row &, const int32_t *,
+                                      int64_t, double *);
+#endif
+
+}  // namespace zb
