@@ -12,6 +12,7 @@
 #include "zb_lorenzo.h"
 #include "zb_ratio.h"
 #include "zb_scratch.h"
+#include "zb_simd.h"
 
 namespace zb {
 namespace {
@@ -76,6 +77,34 @@ template <bool Ratio> struct Code16 {
     static constexpr uint16_t kEscaped = Ratio ? 0 : kEscapeCode;
     uint16_t operator()(int32_t d) const { return Ratio ? (uint16_t)(d + radius) : delta_to_code(d); }
 };
+
+// The int32 codes of the decoders from the encoders' 16-bit codes (Code16's inverse), kEscapedCode for escapes.
+struct FastCode32 {
+    int32_t operator()(uint16_t c) const { return c == kEscapeCode ? kEscapedCode : code_to_delta(c); }
+};
+struct RatioCode32 {
+    int32_t radius;
+    int32_t operator()(uint16_t c) const { return c == 0 ? kEscapedCode : (int32_t)c - radius; }
+};
+
+// codes[i] = code_of(c16[i]) for i < count; returns how many are escaped. Selects only, and restrict pointers, so
+// that it vectorizes (one clone per vector level).
+template <typename CodeOf>
+ZB_ALWAYS_INLINE uint64_t widen_codes_kernel(const uint16_t *__restrict c16, int32_t *__restrict codes, uint64_t count,
+                                             CodeOf code_of) {
+    uint32_t escaped = 0;   // count <= kChunkValues
+    for (uint64_t i = 0; i < count; ++i) {
+        const int32_t c = code_of(c16[i]);
+        codes[i] = c;
+        escaped += c == kEscapedCode ? 1u : 0u;
+    }
+    return escaped;
+}
+ZB_SIMD_CLONES(widen_codes_kernel)
+template <typename CodeOf> uint64_t widen_codes(const uint16_t *c16, int32_t *codes, uint64_t count, CodeOf code_of) {
+    return ZB_SIMD_PICK(uint64_t (*)(const uint16_t *, int32_t *, uint64_t, CodeOf), widen_codes_kernel)(
+        c16, codes, count, code_of);
+}
 
 // Codes of the values x0 <= x < x1 of one row of the Lorenzo deltas: `cur` the row's quantized integers, `up`,
 // `back`, `backup` the rows at (z, y-1), (z-1, y), (z-1, y-1) or a zero row where outside (rows the rank does not
@@ -295,24 +324,19 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     std::vector<uint64_t> first;
     auto to_codes = [&](auto code_of) {
         return count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
-            uint64_t escaped = 0;
-            for (uint64_t i = i0; i < i1; ++i) {
-                codes[i] = code_of(c16[i]);
-                escaped += codes[i] == kEscapedCode ? 1u : 0u;
-            }
-            return escaped;
+            return widen_codes(c16 + i0, codes + i0, i1 - i0, code_of);
         });
     };
     if (h.encoder == kEncFast) {
         if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
             return corrupt(msg, "code blocks do not match their flags");
-        first = to_codes([](uint16_t c) { return c == kEscapeCode ? kEscapedCode : code_to_delta(c); });
+        first = to_codes(FastCode32{});
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
         if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
             return st;
-        first = to_codes([radius](uint16_t c) { return c == 0 ? kEscapedCode : (int32_t)c - radius; });
+        first = to_codes(RatioCode32{radius});
     }
 
     // Exceptions first: the predictor needs their exact values and positions.
