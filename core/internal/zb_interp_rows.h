@@ -44,15 +44,25 @@ template <SplineCase K, bool Natural> ZB_ALWAYS_INLINE double spline_of(double a
     else return b;
 }
 
+// The prediction of point ix of a span of case K (the scalar form of what every body's span computes). Left-only
+// points have no right neighbour: c is not read.
+template <SplineCase K, bool Natural, typename T>
+ZB_ALWAYS_INLINE double span_prediction(int64_t i, const T *a, const T *b, const T *c, const T *d) {
+    const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
+    const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
+    const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
+    return finite_prediction_sel(spline_of<K, Natural>(va, vb, vc, vd), vb, vc);
+}
+
 // Walks the points of one row of pass p in order, from the values rec at stride s (the arithmetic of
 // interp_predict), handing them to body in spans of one spline case:
 //   body.template span<K, Natural>(ix0, ix1, dx, a, b, c, d): the points ix in [ix0, ix1), each predicted by spline K
 //     from its neighbours a[ix * dx], b[ix * dx], c[ix * dx], d[ix * dx] along the pass dim (the pointers K does not
 //     use may lie outside the array: they must not be read);
-//   body.point(ix, prediction): a point predicted otherwise (near the ends of a row along x).
+//   body.point(ix, prediction): one point predicted here (near the ends of a row along x).
 // A row of a pass along z or y has one spline case for all its points (their coordinate along the pass dim is the
-// row's), so it is one span; along x the cubic interior is one span and the few points near the ends go one by one
-// through interp_predict. Always inlined, so that a caller compiled for AVX2 compiles it for AVX2 too.
+// row's), so it is one span; along x the cubic interior is one span and the few points near the ends, each with its
+// own case, go one by one. Always inlined, so that a caller compiled for AVX2 compiles it for AVX2 too.
 template <bool Natural, typename T, typename Body>
 ZB_ALWAYS_INLINE void walk_row(const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z, int64_t y,
                                const Row &row, Body &body) {
@@ -63,32 +73,51 @@ ZB_ALWAYS_INLINE void walk_row(const Pass &p, const int64_t d[3], int64_t s, con
     // The four neighbour streams, each read with its own pointer (one load per point from each, which the
     // vectorizer handles; four loads at offsets from one pointer it does not).
     const T *va = v - o3, *vb = v - o1, *vc = v + o1, *vd = v + o3;
-    if (p.dim == 2) {
-        const int64_t x0 = p.start[2];
-        auto general = [&](int64_t ix) {
-            const int64_t x = x0 + ix * dx;
-            body.point(ix, interp_predict(x, s, d[2], Natural, [&](int64_t j) { return (double)v[j - x0]; }));
-        };
-        const int64_t lo = std::min(n, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
-        const int64_t hi = std::max(lo, std::min(n, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
-        for (int64_t ix = 0; ix < lo; ++ix) general(ix);
-        body.template span<SplineCase::kCubic, Natural>(lo, hi, dx, va, vb, vc, vd);
-        for (int64_t ix = hi; ix < n; ++ix) general(ix);
+    auto span = [&](SplineCase k, int64_t ix0, int64_t ix1) {
+        switch (k) {
+            case SplineCase::kLeftOnly:
+                body.template span<SplineCase::kLeftOnly, Natural>(ix0, ix1, dx, va, vb, vc, vd);
+                break;
+            case SplineCase::kCubic:
+                body.template span<SplineCase::kCubic, Natural>(ix0, ix1, dx, va, vb, vc, vd);
+                break;
+            case SplineCase::kQuadLeft:
+                body.template span<SplineCase::kQuadLeft, Natural>(ix0, ix1, dx, va, vb, vc, vd);
+                break;
+            case SplineCase::kQuadRight:
+                body.template span<SplineCase::kQuadRight, Natural>(ix0, ix1, dx, va, vb, vc, vd);
+                break;
+            default: body.template span<SplineCase::kLinear, Natural>(ix0, ix1, dx, va, vb, vc, vd);
+        }
+    };
+    if (p.dim != 2) {
+        span(spline_case(p.dim == 0 ? z : y, s, d[p.dim]), 0, n);
         return;
     }
-    switch (spline_case(p.dim == 0 ? z : y, s, d[p.dim])) {
-        case SplineCase::kLeftOnly:
-            body.template span<SplineCase::kLeftOnly, Natural>(0, n, dx, va, vb, vc, vd);
-            break;
-        case SplineCase::kCubic: body.template span<SplineCase::kCubic, Natural>(0, n, dx, va, vb, vc, vd); break;
-        case SplineCase::kQuadLeft:
-            body.template span<SplineCase::kQuadLeft, Natural>(0, n, dx, va, vb, vc, vd);
-            break;
-        case SplineCase::kQuadRight:
-            body.template span<SplineCase::kQuadRight, Natural>(0, n, dx, va, vb, vc, vd);
-            break;
-        default: body.template span<SplineCase::kLinear, Natural>(0, n, dx, va, vb, vc, vd);
-    }
+    const int64_t x0 = p.start[2];
+    auto edge_point = [&](int64_t ix) {
+        const int64_t i = ix * dx;
+        double pred;
+        switch (spline_case(x0 + i, s, d[2])) {
+            case SplineCase::kLeftOnly:
+                pred = span_prediction<SplineCase::kLeftOnly, Natural>(i, va, vb, vc, vd);
+                break;
+            case SplineCase::kCubic: pred = span_prediction<SplineCase::kCubic, Natural>(i, va, vb, vc, vd); break;
+            case SplineCase::kQuadLeft:
+                pred = span_prediction<SplineCase::kQuadLeft, Natural>(i, va, vb, vc, vd);
+                break;
+            case SplineCase::kQuadRight:
+                pred = span_prediction<SplineCase::kQuadRight, Natural>(i, va, vb, vc, vd);
+                break;
+            default: pred = span_prediction<SplineCase::kLinear, Natural>(i, va, vb, vc, vd);
+        }
+        body.point(ix, pred);
+    };
+    const int64_t lo = std::min(n, x0 >= 3 * s ? (int64_t)0 : (3 * s - x0 + dx - 1) / dx);
+    const int64_t hi = std::max(lo, std::min(n, d[2] - 3 * s > x0 ? (d[2] - 3 * s - x0 + dx - 1) / dx : 0));
+    for (int64_t ix = 0; ix < lo; ++ix) edge_point(ix);
+    span(SplineCase::kCubic, lo, hi);
+    for (int64_t ix = hi; ix < n; ++ix) edge_point(ix);
 }
 
 // walk_row with the spline variant chosen at run time.
@@ -97,16 +126,6 @@ ZB_ALWAYS_INLINE void walk_row(bool natural, const Pass &p, const int64_t d[3], 
                                int64_t y, const Row &row, Body &body) {
     if (natural) walk_row<true>(p, d, s, rec, z, y, row, body);
     else walk_row<false>(p, d, s, rec, z, y, row, body);
-}
-
-// The prediction of point ix of a span of case K (the scalar form of what every body's span computes). Left-only
-// points have no right neighbour: c is not read.
-template <SplineCase K, bool Natural, typename T>
-ZB_ALWAYS_INLINE double span_prediction(int64_t i, const T *a, const T *b, const T *c, const T *d) {
-    const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
-    const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
-    const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
-    return finite_prediction_sel(spline_of<K, Natural>(va, vb, vc, vd), vb, vc);
 }
 
 // What quantize_residual needs besides the value and its prediction.

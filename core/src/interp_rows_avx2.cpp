@@ -22,20 +22,33 @@ template <> struct Raw4<float> { using type = __m128; };
 template <> struct Raw4<double> { using type = __m256d; };
 
 // Four values v[0], v[dx], v[2 dx], v[3 dx] of type T: `raw` in the type's own vector, returned as doubles.
-// Contiguous values load as one vector, strided ones one by one. (For dx == 2, one vector of twice the width with
-// its even lanes taken measured slower: those loads overlap the scalar stores of the previous points, and a load
-// that overlaps a recent narrower store waits for it instead of being forwarded.)
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const float *v, int64_t dx, __m128 &raw) {
-    raw = dx == 1 ? _mm_loadu_ps(v) : _mm_setr_ps(v[0], v[dx], v[2 * dx], v[3 * dx]);
+// Contiguous values load as one vector. With dx == 2 (most passes of the last level), when `wide` says that v[7]
+// exists and has not just been stored to, as one vector of twice the width whose even lanes are taken: a load that
+// overlaps a recent narrower store waits for that store instead of being forwarded, which made wide loads of a
+// row's own neighbours (passes along x, whose odd lanes the previous points just wrote) slower than one by one.
+// Other strides one by one.
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const float *v, int64_t dx, bool wide, __m128 &raw) {
+    if (dx == 1)
+        raw = _mm_loadu_ps(v);
+    else if (dx == 2 && wide)
+        raw = _mm256_castps256_ps128(
+            _mm256_permutevar8x32_ps(_mm256_loadu_ps(v), _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+    else
+        raw = _mm_setr_ps(v[0], v[dx], v[2 * dx], v[3 * dx]);
     return _mm256_cvtps_pd(raw);
 }
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const double *v, int64_t dx, __m256d &raw) {
-    raw = dx == 1 ? _mm256_loadu_pd(v) : _mm256_setr_pd(v[0], v[dx], v[2 * dx], v[3 * dx]);
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const double *v, int64_t dx, bool wide, __m256d &raw) {
+    if (dx == 1)
+        raw = _mm256_loadu_pd(v);
+    else if (dx == 2 && wide)   // (v0 v4 v2 v6) -> (v0 v2 v4 v6)
+        raw = _mm256_permute4x64_pd(_mm256_unpacklo_pd(_mm256_loadu_pd(v), _mm256_loadu_pd(v + 4)), 0xd8);
+    else
+        raw = _mm256_setr_pd(v[0], v[dx], v[2 * dx], v[3 * dx]);
     return raw;
 }
-template <typename T> ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const T *v, int64_t dx) {
+template <typename T> ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const T *v, int64_t dx, bool wide) {
     typename Raw4<T>::type raw;
-    return load4(v, dx, raw);
+    return load4(v, dx, wide, raw);
 }
 
 // The lanes of four raw values whose bits are `fill` (a 4-bit mask).
@@ -102,17 +115,17 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d finite4(__m256d v) {
 
 // span_prediction (zb_interp_rows.h) of four points: the spline of case K, else the finite fallback.
 template <SplineCase K, bool Natural, typename T>
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, const T *a, const T *b, const T *c,
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, bool wide, const T *a, const T *b, const T *c,
                                                  const T *d) {
-    const __m256d vb = load4(b + i, dx);
+    const __m256d vb = load4(b + i, dx, wide);
     if constexpr (K == SplineCase::kLeftOnly) {
         return _mm256_and_pd(vb, finite4(vb));   // finite_prediction_sel(b, b, b): b, or 0 if it is not finite
     } else {
-        const __m256d vc = load4(c + i, dx);
+        const __m256d vc = load4(c + i, dx, wide);
         __m256d p;
         if constexpr (K == SplineCase::kCubic) {
             const __m256d inner = _mm256_add_pd(vb, vc);
-            const __m256d outer = _mm256_add_pd(load4(a + i, dx), load4(d + i, dx));
+            const __m256d outer = _mm256_add_pd(load4(a + i, dx, wide), load4(d + i, dx, wide));
             if (Natural)   // (-3a + 23b + 23c - 3d) / 40
                 p = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(23.0), inner),
                                                 _mm256_mul_pd(_mm256_set1_pd(3.0), outer)),
@@ -123,12 +136,12 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, const T 
         } else if constexpr (K == SplineCase::kQuadLeft) {   // (-a + 6b + 3c) / 8
             p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(6.0), vb),
                                                           _mm256_mul_pd(_mm256_set1_pd(3.0), vc)),
-                                            load4(a + i, dx)),
+                                            load4(a + i, dx, wide)),
                               _mm256_set1_pd(0.125));
         } else if constexpr (K == SplineCase::kQuadRight) {   // (3b + 6c - d) / 8
             p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), vb),
                                                           _mm256_mul_pd(_mm256_set1_pd(6.0), vc)),
-                                            load4(d + i, dx)),
+                                            load4(d + i, dx, wide)),
                               _mm256_set1_pd(0.125));
         } else {   // linear: (b + c) / 2
             p = _mm256_mul_pd(_mm256_add_pd(vb, vc), _mm256_set1_pd(0.5));
@@ -148,7 +161,10 @@ template <SplineCase K, bool Natural, typename Body, typename T>
 ZB_TARGET_AVX2 void span_avx2(Body body, int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c,
                               const T *d) {
     int64_t ix = ix0;
-    for (; ix + 4 <= ix1; ix += 4) body.apply4(ix, predict4<K, Natural>(ix * dx, dx, a, b, c, d));
+    for (; ix + 4 <= ix1; ix += 4) {
+        const bool more = ix + 4 < ix1;   // the next point exists: so do the values up to 8 lanes on
+        body.apply4(ix, predict4<K, Natural>(ix * dx, dx, more && body.wide_neighbours(), a, b, c, d), more);
+    }
     for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
 }
 
@@ -157,7 +173,9 @@ template <typename T> class EncodeRow {
 public:
     EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step)
         : x_(ep.x), recon_(ep.recon), exc_(ep.exc), codes_(codes), code_step_(code_step), first_(row.first),
-          dx_(row.dx), rp_(ep.rp) {}
+          dx_(row.dx), rp_(ep.rp), wide_neighbours_(ep.p->dim != 2) {}
+    // The neighbours lie in other rows, which this pass does not write (see load4), unless the pass is along x.
+    bool wide_neighbours() const { return wide_neighbours_; }
 
     template <SplineCase K, bool Natural>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
@@ -175,12 +193,12 @@ public:
     }
 
     // quantize_residual of points ix .. ix + 3 against the predictions p.
-    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p) {
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool wide) {
         const ResidualParams &rp = rp_;
         const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
         const int64_t dx = dx_, i = first_ + ix * dx;
         typename Raw4<T>::type raw, rt;
-        const __m256d xd = load4(x_ + i, dx, raw);
+        const __m256d xd = load4(x_ + i, dx, wide, raw);   // x is never stored to
         const int is_fill = rp.has_fill ? fill_lanes(raw, rp.fill_bits) : 0;
         // special: not finite, the fill value, or -0.0
         const int zero = _mm256_movemask_pd(_mm256_cmp_pd(xd, _mm256_setzero_pd(), _CMP_EQ_OQ));
@@ -223,6 +241,7 @@ private:
     int32_t *codes_;
     int64_t code_step_, first_, dx_;
     ResidualParams rp_;
+    bool wide_neighbours_;
 };
 
 // The decoder's body for walk_row: the values of the points that are not exceptions, four at a time with AVX2.
@@ -230,7 +249,8 @@ template <typename T> class DecodeRow {
 public:
     DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step)
         : out_(dp.out), mask_(dp.mask), codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx),
-          twoe_(dp.twoe) {}
+          twoe_(dp.twoe), wide_neighbours_(dp.p->dim != 2) {}
+    bool wide_neighbours() const { return wide_neighbours_; }   // as EncodeRow's
 
     template <SplineCase K, bool Natural>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
@@ -242,7 +262,7 @@ public:
     }
 
     // dequantize_residual of points ix .. ix + 3 with the predictions p, stored where the point is not an exception.
-    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p) {
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool) {
         const int64_t dx = dx_, i = first_ + ix * dx;
         const __m128i q = code_step_ == 1
                               ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes_ + ix))
@@ -271,6 +291,7 @@ private:
     const int32_t *codes_;
     int64_t code_step_, first_, dx_;
     double twoe_;
+    bool wide_neighbours_;
 };
 
 }  // namespace
