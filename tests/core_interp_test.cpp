@@ -304,6 +304,47 @@ TEST(Interp, CorruptionIsAnErrorNeverACrash) {
     }
 }
 
+// interp_decode_cpu validates the codes it is handed: an escaped code anywhere but at an anchor, or a code outside
+// (-radius, radius), is a corrupt stream (the count of such codes must match the escapes), in both code orders.
+TEST(Interp, DecoderRejectsCodesOutOfRangeAndStrayEscapes) {
+    const Dims dims{19, 23, 29};
+    const auto x = zbt::smooth_field<float>(dims, 0.1, 3);
+    zb::Shape s;
+    ASSERT_TRUE(zb::fold_shape((int)dims.size(), dims.data(), s));
+    const double eb = 1e-4;   // small: some anchor deltas exceed the radius and are escaped
+    const zb::InterpParams ip = zb::interp_tune(x.data(), s, eb, 2.0, 0, 0, zb::kEncRatio);
+    for (zb::InterpCodeOrder order : {zb::InterpCodeOrder::kPass, zb::InterpCodeOrder::kIndex}) {
+        std::vector<int32_t> codes(s.n), escapes;
+        std::vector<uint8_t> exc(s.n);
+        std::vector<float> rec(s.n);
+        zb::interp_encode_cpu(x.data(), s, ip, order, eb, zb::kRatioRadius, 0, 0, codes.data(), exc.data(),
+                              rec.data(), escapes, 1);
+        ASSERT_FALSE(escapes.empty());
+        auto decode = [&](const std::vector<int32_t> &c, const std::vector<int32_t> &e) {
+            std::vector<float> out(s.n);
+            for (size_t i = 0; i < s.n; ++i) out[i] = exc[i] ? x[i] : 0.0f;   // as decode_exceptions leaves it
+            std::string msg;
+            return zb::interp_decode_cpu(s, ip, order, zb::kRatioRadius, c.data(), e.data(), e.size(), exc.data(),
+                                         out.data(), 1, msg);
+        };
+        ASSERT_EQ(decode(codes, escapes), ZB_OK);
+        // A point of the last level (not an anchor) in either order: index 1 along x is odd.
+        const size_t victim = order == zb::InterpCodeOrder::kIndex ? 1 : s.n - 1;
+        for (int32_t bad : {zb::kRatioRadius, -zb::kRatioRadius, zb::kEscapedCode, INT32_MAX}) {
+            auto c = codes;
+            c[victim] = bad;
+            EXPECT_EQ(decode(c, escapes), ZB_ERR_CORRUPT) << "code " << bad;
+            // With one more escape value the counts agree, yet the escape is not at an anchor.
+            auto e = escapes;
+            e.push_back(7);
+            EXPECT_EQ(decode(c, e), ZB_ERR_CORRUPT) << "code " << bad << " with an extra escape";
+        }
+        auto c = codes;
+        c[victim] = zb::kRatioRadius - 1;   // the largest code in range decodes
+        EXPECT_EQ(decode(c, escapes), ZB_OK);
+    }
+}
+
 // The GPU path tunes from a host copy that holds only interp_tune_points / choose_pipeline_points (the rest of the
 // array stays on the device): the tuning and the pipeline choice on such a copy must equal those on the whole array,
 // whatever the values elsewhere.
