@@ -61,6 +61,8 @@ zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, i
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)
 // bytes; non-zero blocks are appended to `blocks`. Returns the number of non-zero blocks.
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks);
+// sparse_encode on nt threads, in slices of whole flag bytes: the same flags and blocks.
+uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt);
 // Inverse: expands into `out` (bytes long). False if flags and blocks disagree (corrupt stream).
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t bytes, uint8_t *out);
 
