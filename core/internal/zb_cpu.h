@@ -16,6 +16,9 @@ namespace zb {
 constexpr uint64_t kValuesPerThread = 65536;
 int resolve_threads(int requested, uint64_t n);
 
+// memcpy on nt threads, in pieces of 1 MiB (one thread for less than two pieces).
+void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
+
 struct QuantParams;
 
 // Dual-quantization of n values (docs/FORMAT.md section 3): q[i] (0 for an exception) and exc[i] = 1 for the values

@@ -264,8 +264,8 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     if (raw_written) return ZB_OK;
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
     uint8_t *payload = dst + h.header_bytes();
-    for (size_t i = 0; i < segs.size(); ++i)
-        if (segs[i].second) std::memcpy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second);
+    for (size_t i = 0; i < segs.size(); ++i)   // in parallel: serial, the copies were 3 ms of a 100 ms 16-thread call
+        if (segs[i].second) parallel_copy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second, nt);
     h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
     write_header(h, dst);
     *out_len = total;
