@@ -16,6 +16,9 @@ namespace zb {
 constexpr uint64_t kValuesPerThread = 65536;
 int resolve_threads(int requested, uint64_t n);
 
+// memcpy on nt threads, in pieces of 1 MiB (one thread for less than two pieces).
+void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
+
 struct QuantParams;
 
 // Dual-quantization of n values (docs/FORMAT.md section 3): q[i] (0 for an exception) and exc[i] = 1 for the values
@@ -61,6 +64,8 @@ zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, i
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)
 // bytes; non-zero blocks are appended to `blocks`. Returns the number of non-zero blocks.
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks);
+// sparse_encode on nt threads, in slices of whole flag bytes: the same flags and blocks.
+uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt);
 // Inverse: expands into `out` (bytes long). False if flags and blocks disagree (corrupt stream).
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t bytes, uint8_t *out);
 

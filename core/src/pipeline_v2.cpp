@@ -187,23 +187,19 @@ void lorenzo_encode_v2(const T *x, const Shape &s, const QuantParams &qp, Code16
     });
 }
 
-// Inverse: codes (escapes patched in order, in place) -> N-D prefix sums (in place, as uint32) -> values; exceptions
-// keep the stored values. `first` is count_escapes_by_chunk of the codes.
+// Inverse: codes (escapes patched in order, in place) -> N-D prefix sums (in place, as uint32) -> values, the last
+// prefix pass fused with the dequantization (as in format v1). Exceptions get values here too: the caller overwrites
+// them with the stored ones. `first` is count_escapes_by_chunk of the codes.
 template <typename T>
 zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std::vector<uint64_t> &first,
-                            const int32_t *escapes, uint64_t nescapes, const uint8_t *mask, T *out, int nt,
-                            std::string &msg) {
+                            const int32_t *escapes, uint64_t nescapes, T *out, int nt, std::string &msg) {
     const uint64_t n = s.n;
     if (first.back() > nescapes) return corrupt(msg, "more escape codes than escapes");
     if (first.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
     for_each_escape(n, first, nt, [codes](uint64_t i) { return codes[i] == kEscapedCode; },
                     [&](uint64_t i, uint64_t e) { codes[i] = escapes[e]; });
     uint32_t *q = reinterpret_cast<uint32_t *>(codes);  // int32_t and uint32_t may alias
-    lorenzo_inverse(q, s, nt);
-    const double twoeb = 2.0 * eb;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < (int64_t)n; ++i)
-        if (!mask[i]) out[i] = dequantize<T>((int32_t)q[i], twoeb);
+    lorenzo_inverse_dequantize(q, s, nt, 2.0 * eb, out);
     return ZB_OK;
 }
 
@@ -293,8 +289,8 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     if (raw_written) return ZB_OK;
     const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
     uint8_t *payload = dst + h.header_bytes();
-    for (size_t i = 0; i < segs.size(); ++i)
-        if (segs[i].second) std::memcpy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second);
+    for (size_t i = 0; i < segs.size(); ++i)   // in parallel: serial, the copies were 3 ms of a 100 ms 16-thread call
+        if (segs[i].second) parallel_copy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second, nt);
     h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
     write_header(h, dst);
     *out_len = total;
@@ -339,22 +335,27 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         first = to_codes(RatioCode32{radius});
     }
 
-    // Exceptions first: the predictor needs their exact values and positions.
-    uint8_t *mask = t_v2.exc.get((size_t)n);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
-        std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
     const int ex0 = 1 + nenc + 1;
     ByteSpan ex[kExceptionSegmentCount];
     for (int i = 0; i < kExceptionSegmentCount; ++i) ex[i] = span(ex0 + i);
-    if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg)) return ZB_ERR_CORRUPT;
-
     std::vector<int32_t> escapes((size_t)h.escapes);
     if (h.escapes) std::memcpy(escapes.data(), span(ex0 - 1).data, (size_t)h.escapes * 4);
-    if (h.predictor == kPredInterp)
+    if (h.predictor == kPredInterp) {
+        // Exceptions first: the predictor needs their exact values and positions.
+        uint8_t *mask = t_v2.exc.get((size_t)n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
+            std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
+        if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg)) return ZB_ERR_CORRUPT;
         return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), radius, codes, escapes.data(), h.escapes,
                                  mask, out, nt, msg);
-    return lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, mask, out, nt, msg);
+    }
+    // Lorenzo needs no mask (one pass less over n bytes and one over the values, 16 threads: 8 of 63 ms for 64M
+    // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
+    if (zb_status st = lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg))
+        return st;
+    if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
+    return ZB_OK;
 }
 
 }  // namespace

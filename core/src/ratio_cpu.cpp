@@ -5,7 +5,7 @@
 // Encode: per-thread histograms over contiguous ranges of sub-blocks (their code-length sums give each range's
 // starting bit, so the bitstream is written in one pass), canonical Huffman codes written MSB-first in 32-bit
 // big-endian words, the two words a range shares with its neighbours merged afterwards, then the zero-block sparse
-// pass (sparse_encode) over slices of 128 bytes. Decode: sparse_decode per slice, metadata -> start bit of every
+// pass (sparse_encode_parallel) in slices of 64 KiB. Decode: sparse_decode per slice, metadata -> start bit of every
 // sub-block (validated), then OpenMP over sub-blocks with an 11-bit lookup table (three symbols per 64-bit load).
 #include <omp.h>
 #include <algorithm>
@@ -550,24 +550,11 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
             }
             out.emplace_back(std::move(meta));
         }
-        // Sparse pass over slices of whole flag bytes (128 bytes of bitstream per flag byte).
-        std::string flags((size_t)sparse_flag_bytes(bytes), '\0');
-        const uint64_t slice = div_up(div_up(bytes, (uint64_t)T), 128) * 128;
-        const int ns = (int)div_up(bytes, slice);
-        std::vector<std::string> part((size_t)ns);
-        for (int k = 0; k < ns; ++k)  // sparse_encode appends: no reallocation inside the parallel loop
-            part[(size_t)k].reserve((size_t)div_up(std::min(slice, bytes - (uint64_t)k * slice), kBlockBytes) * kBlockBytes);
-#pragma omp parallel for num_threads(T) schedule(static, 1)
-        for (int k = 0; k < ns; ++k) {
-            const uint64_t off = (uint64_t)k * slice, len = std::min(slice, bytes - off);
-            sparse_encode(bits + off, len, reinterpret_cast<uint8_t *>(&flags[0]) + off / 128, part[(size_t)k]);
-        }
+        // Sparse pass (once per-thread strings joined afterwards: a serial copy of the whole output, 7 ms of a
+        // 100 ms 16-thread compression of 64M values).
+        std::string flags((size_t)sparse_flag_bytes(bytes), '\0'), blocks;
+        sparse_encode_parallel(bits, bytes, reinterpret_cast<uint8_t *>(&flags[0]), blocks, T);
         out.emplace_back(std::move(flags));
-        size_t nb = 0;
-        for (const std::string &s : part) nb += s.size();
-        std::string blocks;
-        blocks.reserve(nb);
-        for (const std::string &s : part) blocks += s;
         out.emplace_back(std::move(blocks));
         t_ratio.trim();
 

@@ -273,7 +273,10 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
     return !bad_padding;
 }
 
-uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {
+namespace {
+
+// The zero-block flags of `bytes` bytes (the last block zero-padded); returns the number of non-zero blocks.
+uint64_t sparse_flags(const uint8_t *data, uint64_t bytes, uint8_t *flags) {
     const uint64_t nblocks = div_up(bytes, kBlockBytes);
     std::memset(flags, 0, (size_t)sparse_flag_bytes(bytes));
     uint64_t nnz = 0;
@@ -287,11 +290,53 @@ uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std:
         std::memcpy(&w1, blk + 8, 8);
         if (w0 | w1) {
             flags[b >> 3] |= (uint8_t)(1u << (b & 7));
-            blocks.append(reinterpret_cast<const char *>(blk), kBlockBytes);
             ++nnz;
         }
     }
     return nnz;
+}
+
+// The blocks that `flags` marks non-zero, in order, into out (the last block zero-padded).
+void sparse_blocks(const uint8_t *data, uint64_t bytes, const uint8_t *flags, uint8_t *out) {
+    const uint64_t nblocks = div_up(bytes, kBlockBytes);
+    for (uint64_t b = 0; b < nblocks; ++b) {
+        if (!((flags[b >> 3] >> (b & 7)) & 1)) continue;
+        const uint64_t off = b * kBlockBytes;
+        const uint64_t len = bytes - off < kBlockBytes ? bytes - off : kBlockBytes;
+        std::memcpy(out, data + off, (size_t)len);
+        std::memset(out + len, 0, (size_t)(kBlockBytes - len));
+        out += kBlockBytes;
+    }
+}
+
+}  // namespace
+
+uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {
+    const uint64_t nnz = sparse_flags(data, bytes, flags);
+    const size_t start = blocks.size();
+    blocks.resize(start + (size_t)(nnz * kBlockBytes));
+    sparse_blocks(data, bytes, flags, reinterpret_cast<uint8_t *>(&blocks[start]));
+    return nnz;
+}
+
+uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt) {
+    constexpr uint64_t kSlice = uint64_t(1) << 16;   // bytes per work item: whole flag bytes (a multiple of 128)
+    const int64_t slices = (int64_t)div_up(bytes, kSlice);
+    if (nt <= 1 || slices < 2) return sparse_encode(data, bytes, flags, blocks);
+    auto slice_bytes = [&](int64_t k) { return std::min(kSlice, bytes - (uint64_t)k * kSlice); };
+    std::vector<uint64_t> first((size_t)slices + 1, 0);   // non-zero blocks before slice k
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t k = 0; k < slices; ++k)
+        first[(size_t)k + 1] = sparse_flags(data + k * kSlice, slice_bytes(k), flags + k * (kSlice / 128));
+    for (int64_t k = 0; k < slices; ++k) first[(size_t)k + 1] += first[(size_t)k];
+    const size_t start = blocks.size();
+    blocks.resize(start + (size_t)(first.back() * kBlockBytes));
+    uint8_t *out = reinterpret_cast<uint8_t *>(&blocks[start]);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t k = 0; k < slices; ++k)
+        sparse_blocks(data + k * kSlice, slice_bytes(k), flags + k * (kSlice / 128),
+                      out + first[(size_t)k] * kBlockBytes);
+    return first.back();
 }
 
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes,
