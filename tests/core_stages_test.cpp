@@ -100,6 +100,43 @@ TEST(Sparse, RoundTripAndReferenceLayout) {
             EXPECT_FALSE(zb::sparse_decode(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()), nnz - 1,
                                            bytes, back.data()));
         }
+        // Corruptions sparse_valid must catch: a stored block too many, a flag bit past the last block, non-zero
+        // padding in a stored last block.
+        std::string more = blocks + std::string(16, '\0');
+        EXPECT_FALSE(zb::sparse_valid(flags.data(), reinterpret_cast<const uint8_t *>(more.data()), nnz + 1, bytes));
+        const uint64_t nblocks = (bytes + 15) / 16;
+        if (nblocks % 8) {
+            auto f = flags;
+            f.back() |= (uint8_t)(1u << 7);
+            EXPECT_FALSE(zb::sparse_valid(f.data(), reinterpret_cast<const uint8_t *>(more.data()), nnz + 1, bytes));
+        }
+        const uint64_t last = nblocks - 1;
+        if (bytes % 16 && ((flags[last / 8] >> (last % 8)) & 1)) {
+            std::string padded = blocks;
+            padded.back() = 1;
+            EXPECT_FALSE(zb::sparse_valid(flags.data(), reinterpret_cast<const uint8_t *>(padded.data()), nnz, bytes));
+        }
+        EXPECT_TRUE(zb::sparse_valid(flags.data(), reinterpret_cast<const uint8_t *>(blocks.data()), nnz, bytes));
+    }
+}
+
+// sparse_encode_parallel writes exactly sparse_encode's flags and blocks, whatever the thread count, appending to
+// what the string holds.
+TEST(Sparse, ParallelEncodeMatchesSerial) {
+    std::mt19937 rng(5);
+    for (uint64_t bytes : {1ull, 65536ull, 65537ull, 300000ull, 1000003ull}) {
+        std::vector<uint8_t> d(bytes, 0);
+        for (uint64_t i = 0; i < bytes; ++i) d[i] = (i / 4096) % 3 == 0 || rng() % 50 == 0 ? (uint8_t)rng() : 0;
+        std::vector<uint8_t> want_flags(zb::sparse_flag_bytes(bytes));
+        std::string want("head");
+        const uint64_t want_nnz = zb::sparse_encode(d.data(), bytes, want_flags.data(), want);
+        for (int nt : {1, 2, 3, 16}) {
+            std::vector<uint8_t> flags(zb::sparse_flag_bytes(bytes), 0xEE);
+            std::string blocks("head");
+            EXPECT_EQ(zb::sparse_encode_parallel(d.data(), bytes, flags.data(), blocks, nt), want_nnz);
+            EXPECT_EQ(flags, want_flags) << bytes << " bytes, " << nt << " threads";
+            EXPECT_TRUE(blocks == want) << bytes << " bytes, " << nt << " threads";
+        }
     }
 }
 

@@ -66,6 +66,9 @@ zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, i
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks);
 // sparse_encode on nt threads, in slices of whole flag bytes: the same flags and blocks.
 uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt);
+// Whether flags and nblocks_stored stored blocks describe a string of `bytes` bytes: one stored block per flag bit,
+// no flag bits past the last block, zero padding in a stored last block.
+bool sparse_valid(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes);
 // Inverse: expands into `out` (bytes long). False if flags and blocks disagree (corrupt stream).
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t bytes, uint8_t *out);
 

@@ -187,19 +187,9 @@ bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t run
     const uint64_t mask_bytes = div_up(n, 8), nblocks = div_up(mask_bytes, kBlockBytes);
     const uint8_t *flags = seg[0].data, *stored = seg[1].data;
     const uint64_t nstored = seg[1].size / kBlockBytes;
-    // The checks of sparse_decode: one stored block per flag bit, none past the end, zero padding in the last one.
-    {
-        uint64_t flagged = 0;
-        for (uint64_t f = 0; f < sparse_flag_bytes(mask_bytes); ++f) flagged += (uint64_t)__builtin_popcount(flags[f]);
-        bool bad = flagged != nstored;
-        for (uint64_t b = nblocks; b < sparse_flag_bytes(mask_bytes) * 8; ++b) bad |= (flags[b >> 3] >> (b & 7)) & 1;
-        const uint64_t last = nblocks - 1, tail = mask_bytes - last * kBlockBytes;
-        if (!bad && nblocks && ((flags[last >> 3] >> (last & 7)) & 1))
-            for (uint64_t i = tail; i < kBlockBytes; ++i) bad |= stored[(nstored - 1) * kBlockBytes + i] != 0;
-        if (bad) {
-            msg = "corrupt stream: exception edge mask";
-            return false;
-        }
+    if (!sparse_valid(flags, stored, nstored, mask_bytes)) {
+        msg = "corrupt stream: exception edge mask";
+        return false;
     }
     std::vector<uint8_t> change((size_t)div_up(k, 8));
     if (k && !sparse_decode(seg[2].data, seg[3].data, seg[3].size / kBlockBytes, change.size(), change.data())) {

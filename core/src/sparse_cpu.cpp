@@ -339,29 +339,37 @@ uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *fl
     return first.back();
 }
 
+bool sparse_valid(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes) {
+    const uint64_t nblocks = div_up(bytes, kBlockBytes), nflag_bytes = sparse_flag_bytes(bytes);
+    uint64_t flagged = 0;
+    for (uint64_t f = 0; f < nflag_bytes; ++f) flagged += (uint64_t)__builtin_popcount(flags[f]);
+    if (flagged != nblocks_stored) return false;
+    // Flag bits beyond the last block must be zero (then every flagged block exists) ...
+    for (uint64_t b = nblocks; b < nflag_bytes * 8; ++b)
+        if (flags[b >> 3] & (1u << (b & 7))) return false;
+    // ... and the bytes past the end of the string in the last block, if it is stored, zero as the encoder wrote them.
+    const uint64_t last = nblocks - 1;
+    if (nblocks && (flags[last >> 3] & (1u << (last & 7))))
+        for (uint64_t i = bytes - last * kBlockBytes; i < kBlockBytes; ++i)
+            if (blocks[(nblocks_stored - 1) * kBlockBytes + i]) return false;
+    return true;
+}
+
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes,
                    uint8_t *out) {
+    if (!sparse_valid(flags, blocks, nblocks_stored, bytes)) return false;
     const uint64_t nblocks = div_up(bytes, kBlockBytes);
-    uint64_t used = 0;
     for (uint64_t b = 0; b < nblocks; ++b) {
         const uint64_t off = b * kBlockBytes;
         const uint64_t len = bytes - off < kBlockBytes ? bytes - off : kBlockBytes;
         if (flags[b >> 3] & (1u << (b & 7))) {
-            if (used >= nblocks_stored) return false;
-            const uint8_t *blk = blocks + used * kBlockBytes;
-            // Padding bytes past the end of the string must be zero, as the encoder wrote them.
-            for (uint64_t i = len; i < kBlockBytes; ++i)
-                if (blk[i]) return false;
-            std::memcpy(out + off, blk, (size_t)len);
-            ++used;
+            std::memcpy(out + off, blocks, (size_t)len);
+            blocks += kBlockBytes;
         } else {
             std::memset(out + off, 0, (size_t)len);
         }
     }
-    // Flag bits beyond the last block must be zero, and every stored block must have been used.
-    for (uint64_t b = nblocks; b < sparse_flag_bytes(bytes) * 8; ++b)
-        if (flags[b >> 3] & (1u << (b & 7))) return false;
-    return used == nblocks_stored;
+    return true;
 }
 
 }  // namespace zb
