@@ -87,6 +87,16 @@ struct RatioCode32 {
     int32_t operator()(uint16_t c) const { return c == 0 ? kEscapedCode : (int32_t)c - radius; }
 };
 
+// The encoder's 16-bit codes of the interp predictor's int32 codes (kEscapedCode: escaped), in a loop that
+// vectorizes (one clone per vector level).
+template <bool Ratio>
+ZB_ALWAYS_INLINE void narrow_codes(const int32_t *__restrict codes, uint16_t *__restrict c16, uint64_t count,
+                                   Code16<Ratio> code16) {
+    for (uint64_t i = 0; i < count; ++i)
+        c16[i] = codes[i] == kEscapedCode ? Code16<Ratio>::kEscaped : code16(codes[i]);
+}
+ZB_SIMD_CLONES(narrow_codes)
+
 // codes[i] = code_of(c16[i]) for i < count; returns how many are escaped. Selects only, and restrict pointers, so
 // that it vectorizes (one clone per vector level).
 template <typename CodeOf>
@@ -238,9 +248,12 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
         auto to_c16 = [&](auto code16) {
+            const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, uint64_t, decltype(code16)),
+                                             narrow_codes);
 #pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t i = 0; i < (int64_t)n; ++i)
-                c16[i] = codes[i] == kEscapedCode ? code16.kEscaped : code16(codes[i]);
+            for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
+                narrow(codes + c * kChunkValues, c16 + c * kChunkValues, std::min(kChunkValues, n - c * kChunkValues),
+                       code16);
         };
         if (encoder == kEncFast) to_c16(fast_code);
         else to_c16(ratio_code);
