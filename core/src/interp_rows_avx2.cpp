@@ -66,28 +66,47 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m128i lanes32(int bits) {
     return _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(bits), bit), bit);
 }
 
-// Stores the four lanes to v[0], v[dx], v[2 dx], v[3 dx].
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4(float *v, int64_t dx, __m128 lanes) {
+// Stores the lanes whose bit is set in `keep` (4 bits) to v[0], v[dx], v[2 dx], v[3 dx]. Contiguous, and with dx == 2
+// when `wide` says that v[7] exists and will not be loaded soon (a load overlapping a recent masked store waits for
+// it), as one masked vector store that leaves the other values alone; else one by one.
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(float *v, int64_t dx, bool wide, __m128 lanes, int keep) {
     if (dx == 1) {
-        _mm_storeu_ps(v, lanes);
+        if (keep == 0xf) _mm_storeu_ps(v, lanes);
+        else _mm_maskstore_ps(v, lanes32(keep), lanes);
         return;
     }
-    _mm_store_ss(v, lanes);
-    const int b1 = _mm_extract_ps(lanes, 1), b2 = _mm_extract_ps(lanes, 2), b3 = _mm_extract_ps(lanes, 3);
-    std::memcpy(v + dx, &b1, 4);
-    std::memcpy(v + 2 * dx, &b2, 4);
-    std::memcpy(v + 3 * dx, &b3, 4);
+    if (dx == 2 && wide) {
+        const __m256 spread = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(lanes),
+                                                       _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+        const __m256i bit = _mm256_setr_epi32(1, 0, 2, 0, 4, 0, 8, 0);
+        const __m256i want = _mm256_setr_epi32(1, -1, 2, -1, 4, -1, 8, -1);
+        _mm256_maskstore_ps(v, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(keep), bit), want), spread);
+        return;
+    }
+    alignas(16) float lane[4];
+    _mm_store_ps(lane, lanes);
+    for (int k = 0; k < 4; ++k)
+        if ((keep >> k) & 1) v[k * dx] = lane[k];
 }
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4(double *v, int64_t dx, __m256d lanes) {
+ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(double *v, int64_t dx, bool wide, __m256d lanes, int keep) {
+    const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
     if (dx == 1) {
-        _mm256_storeu_pd(v, lanes);
+        if (keep == 0xf) _mm256_storeu_pd(v, lanes);
+        else _mm256_maskstore_pd(v, _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep), bit), bit), lanes);
         return;
     }
-    const __m128d lo = _mm256_castpd256_pd128(lanes), hi = _mm256_extractf128_pd(lanes, 1);
-    _mm_storel_pd(v, lo);
-    _mm_storeh_pd(v + dx, lo);
-    _mm_storel_pd(v + 2 * dx, hi);
-    _mm_storeh_pd(v + 3 * dx, hi);
+    if (dx == 2 && wide) {   // (l0 l0 l1 l1) to v[0 .. 3] and (l2 l2 l3 l3) to v[4 .. 7], the even lanes kept
+        const __m256i even = _mm256_setr_epi64x(1, 0, 2, 0), want = _mm256_setr_epi64x(1, -1, 2, -1);
+        const __m256i lo = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep & 3), even), want);
+        const __m256i hi = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep >> 2), even), want);
+        _mm256_maskstore_pd(v, lo, _mm256_permute4x64_pd(lanes, 0x50));
+        _mm256_maskstore_pd(v + 4, hi, _mm256_permute4x64_pd(lanes, 0xfa));
+        return;
+    }
+    alignas(32) double lane[4];
+    _mm256_store_pd(lane, lanes);
+    for (int k = 0; k < 4; ++k)
+        if ((keep >> k) & 1) v[k * dx] = lane[k];
 }
 
 // (T) of four doubles, in T's vector, and that back as doubles.
@@ -231,7 +250,7 @@ public:
             std::memcpy(exc_ + i, &e, 4);
         else
             for (int k = 0; k < 4; ++k) exc_[i + k * dx] = (uint8_t)(e >> 8 * k);
-        store4(recon_ + i, dx, blend4(raw, rt, regular));
+        store4_masked(recon_ + i, dx, wide && wide_neighbours_, blend4(raw, rt, regular), 0xf);
     }
 
 private:
@@ -262,7 +281,7 @@ public:
     }
 
     // dequantize_residual of points ix .. ix + 3 with the predictions p, stored where the point is not an exception.
-    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool) {
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more) {
         const int64_t dx = dx_, i = first_ + ix * dx;
         const __m128i q = code_step_ == 1
                               ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes_ + ix))
@@ -270,19 +289,18 @@ public:
                                                codes_[(ix + 2) * code_step_], codes_[(ix + 3) * code_step_]);
         typename Raw4<T>::type v;
         round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(q), _mm256_set1_pd(twoe_))), v);
-        uint32_t m;   // the exception bytes of the four points
-        if (dx == 1)
+        uint32_t m;   // the exception bytes of the four points (decode_exceptions writes 1s into a zeroed mask)
+        if (dx == 1) {
             std::memcpy(&m, mask_ + i, 4);
-        else
+        } else if (dx == 2 && more) {   // the even bytes of eight
+            uint64_t m8;
+            std::memcpy(&m8, mask_ + i, 8);
+            m = (uint32_t)_pext_u64(m8, 0x00ff00ff00ff00ffull);
+        } else {
             m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
-        if (m == 0) {
-            store4(out_ + i, dx, v);
-            return;
         }
-        alignas(32) T lane[4];
-        std::memcpy(lane, &v, sizeof lane);
-        for (int k = 0; k < 4; ++k)
-            if (!(m >> 8 * k & 0xff)) out_[i + k * dx] = lane[k];
+        const int keep = (int)_pext_u32(~m, 0x01010101u);   // the points that are not exceptions
+        store4_masked(out_ + i, dx, more && wide_neighbours_, v, keep);
     }
 
 private:
