@@ -10,6 +10,7 @@
 #include "zb_interp_cpu.h"
 #include "zb_ratio.h"
 #include "zb_sample.h"
+#include "zb_scratch.h"
 
 namespace zb {
 namespace {
@@ -21,32 +22,43 @@ constexpr size_t kAlphaFinalists = 3;   // smaller arrays keep the default: the 
 
 // Bytes of the sample compressed with the predictor parameters ip and the stream's encoder (exceptions and escapes
 // counted at their stored size; headers, equal for every candidate, left out).
+// The buffers of sample_cost, kept between the candidates' calls (zb_scratch.h): zeroed vectors of a fresh
+// allocation each time were a tenth of the tuning of a small array (page faults and memset).
+struct SampleScratch {
+    ScratchArray<int32_t> codes;
+    ScratchArray<uint8_t> exc;
+    ScratchArray<uint8_t> recon;   // T values
+    ScratchArray<uint16_t> c16;
+};
+
 template <typename T>
 uint64_t sample_cost(const std::vector<T> &x, const Shape &b, const InterpParams &ip, double eb, uint8_t encoder,
-                     int has_fill, uint64_t fill_bits) {
+                     int has_fill, uint64_t fill_bits, SampleScratch &scratch) {
     const uint64_t n = b.n;
     const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
-    std::vector<int32_t> codes((size_t)n);
-    std::vector<uint8_t> exc((size_t)n);
-    std::vector<T> recon((size_t)n);
+    int32_t *codes = scratch.codes.get((size_t)n);
+    uint8_t *exc = scratch.exc.get((size_t)n);
+    T *recon = reinterpret_cast<T *>(scratch.recon.get((size_t)n * sizeof(T)));
     std::vector<int32_t> escapes;
-    interp_encode_cpu(x.data(), b, ip, InterpCodeOrder::kPass, eb, radius, has_fill, fill_bits, codes.data(),
-                      exc.data(), recon.data(), escapes, 1);
+    interp_encode_cpu(x.data(), b, ip, InterpCodeOrder::kPass, eb, radius, has_fill, fill_bits, codes, exc, recon,
+                      escapes, 1);
     uint64_t exceptions = 0;
-    for (uint8_t e : exc) exceptions += e;
+    for (uint64_t i = 0; i < n; ++i) exceptions += exc[i];
     uint64_t bytes = exceptions * sizeof(T) + escapes.size() * 4;
-    std::vector<uint16_t> c16((size_t)(code_tiles(n) * kTileCodes), 0);
+    const uint64_t padded = code_tiles(n) * kTileCodes;
+    uint16_t *c16 = scratch.c16.get((size_t)padded);
+    std::fill(c16 + n, c16 + padded, (uint16_t)0);   // the fast encoder reads whole tiles
     if (encoder == kEncRatio) {
         for (uint64_t i = 0; i < n; ++i)
             c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
         std::vector<std::string> segs;
         std::string msg;
-        if (ratio_encode_cpu(c16.data(), n, 2 * (uint32_t)radius, 1, segs, nullptr, msg) != ZB_OK) return UINT64_MAX;
+        if (ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, 1, segs, nullptr, msg) != ZB_OK) return UINT64_MAX;
         for (const std::string &s : segs) bytes += s.size();
     } else {
         for (uint64_t i = 0; i < n; ++i) c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
         std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
-        bytes += flags.size() + fast_encode_codes(c16.data(), n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, 1) *
+        bytes += flags.size() + fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, 1) *
                                     kBlockBytes;
     }
     return bytes;
@@ -85,10 +97,11 @@ void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, i
         samples.push_back(gather(x, s, b, start.data()));
     // Successive halving: every candidate on the first box, then the two best on the other boxes too (measured on
     // the fields of ../shared/data: the same choices as all candidates on all boxes for a third of the work).
+    SampleScratch scratch;
     auto cost_on = [&](const InterpParams &cand, size_t first, size_t end) {
         uint64_t total = 0;
         for (size_t k = first; k < end; ++k) {
-            const uint64_t c = sample_cost(samples[k], b, cand, eb, encoder, has_fill, fill_bits);
+            const uint64_t c = sample_cost(samples[k], b, cand, eb, encoder, has_fill, fill_bits, scratch);
             total = c == UINT64_MAX || total == UINT64_MAX ? UINT64_MAX : total + c;
         }
         return total;
