@@ -25,8 +25,8 @@ template <> struct Raw4<double> { using type = __m256d; };
 // Contiguous values load as one vector. With dx == 2 (most passes of the last level), when `wide` says that v[7]
 // exists and has not just been stored to, as one vector of twice the width whose even lanes are taken: a load that
 // overlaps a recent narrower store waits for that store instead of being forwarded, which made wide loads of a
-// row's own neighbours (passes along x, whose odd lanes the previous points just wrote) slower than one by one.
-// Other strides one by one.
+// row's own neighbours slower than one by one when each point was stored right after its prediction (passes along
+// x: see span_avx2). Other strides one by one.
 ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d load4(const float *v, int64_t dx, bool wide, __m128 &raw) {
     if (dx == 1)
         raw = _mm_loadu_ps(v);
@@ -171,18 +171,29 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, bool wid
     }
 }
 
-// The AVX2 loop over a span for a row body (EncodeRow, DecodeRow): body.apply4 takes four points at a time and
-// their predictions, body.point the last ones. The body is a copy: a local whose members the compiler keeps in
+// The AVX2 loop over a span for a row body (EncodeRow, DecodeRow): body.apply4(ix, predictions, more, wide) takes
+// four points at a time (more: the next point exists, so do the values up to 8 lanes on; wide: its stores may be
+// single vectors), body.point the last ones. The body is a copy: a local whose members the compiler keeps in
 // registers (the vector stores may alias anything, and it would otherwise reload a member after each one). walk_row
 // calls the body's span, which calls this (an always-inlined caller without the target attribute could not inline
 // AVX2 code).
+// Wide loads and stores with dx == 2 (see load4): in a pass along z or y the neighbours lie in rows the pass does
+// not write, so both are wide. In a pass along x the neighbours are the row's even points and its points the odd
+// ones in between: all predictions first, into `pred` (wide loads, no store pending), then the points (wide stores,
+// no load of those values following).
 template <SplineCase K, bool Natural, typename Body, typename T>
-ZB_TARGET_AVX2 void span_avx2(Body body, int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c,
-                              const T *d) {
+ZB_TARGET_AVX2 void span_avx2(Body body, double *pred, int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b,
+                              const T *c, const T *d) {
     int64_t ix = ix0;
-    for (; ix + 4 <= ix1; ix += 4) {
-        const bool more = ix + 4 < ix1;   // the next point exists: so do the values up to 8 lanes on
-        body.apply4(ix, predict4<K, Natural>(ix * dx, dx, more && body.wide_neighbours(), a, b, c, d), more);
+    if (body.along_x() && dx == 2) {
+        for (int64_t jx = ix0; jx + 4 <= ix1; jx += 4)
+            _mm256_storeu_pd(pred + jx, predict4<K, Natural>(jx * dx, dx, jx + 4 < ix1, a, b, c, d));
+        for (; ix + 4 <= ix1; ix += 4) body.apply4(ix, _mm256_loadu_pd(pred + ix), ix + 4 < ix1, ix + 4 < ix1);
+    } else {
+        for (; ix + 4 <= ix1; ix += 4) {
+            const bool more = ix + 4 < ix1, wide = more && !body.along_x();
+            body.apply4(ix, predict4<K, Natural>(ix * dx, dx, wide, a, b, c, d), more, wide);
+        }
     }
     for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
 }
@@ -190,15 +201,14 @@ ZB_TARGET_AVX2 void span_avx2(Body body, int64_t ix0, int64_t ix1, int64_t dx, c
 // The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
 template <typename T> class EncodeRow {
 public:
-    EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step)
+    EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step, double *pred)
         : x_(ep.x), recon_(ep.recon), exc_(ep.exc), codes_(codes), code_step_(code_step), first_(row.first),
-          dx_(row.dx), rp_(ep.rp), wide_neighbours_(ep.p->dim != 2) {}
-    // The neighbours lie in other rows, which this pass does not write (see load4), unless the pass is along x.
-    bool wide_neighbours() const { return wide_neighbours_; }
+          dx_(row.dx), rp_(ep.rp), pred_(pred), along_x_(ep.p->dim == 2) {}
+    bool along_x() const { return along_x_; }
 
     template <SplineCase K, bool Natural>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
-        span_avx2<K, Natural>(*this, ix0, ix1, dx, a, b, c, d);
+        span_avx2<K, Natural>(*this, pred_, ix0, ix1, dx, a, b, c, d);
     }
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
@@ -212,12 +222,12 @@ public:
     }
 
     // quantize_residual of points ix .. ix + 3 against the predictions p.
-    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool wide) {
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more, bool wide) {
         const ResidualParams &rp = rp_;
         const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
         const int64_t dx = dx_, i = first_ + ix * dx;
         typename Raw4<T>::type raw, rt;
-        const __m256d xd = load4(x_ + i, dx, wide, raw);   // x is never stored to
+        const __m256d xd = load4(x_ + i, dx, more, raw);   // x is never stored to
         const int is_fill = rp.has_fill ? fill_lanes(raw, rp.fill_bits) : 0;
         // special: not finite, the fill value, or -0.0
         const int zero = _mm256_movemask_pd(_mm256_cmp_pd(xd, _mm256_setzero_pd(), _CMP_EQ_OQ));
@@ -250,7 +260,7 @@ public:
             std::memcpy(exc_ + i, &e, 4);
         else
             for (int k = 0; k < 4; ++k) exc_[i + k * dx] = (uint8_t)(e >> 8 * k);
-        store4_masked(recon_ + i, dx, wide && wide_neighbours_, blend4(raw, rt, regular), 0xf);
+        store4_masked(recon_ + i, dx, wide, blend4(raw, rt, regular), 0xf);
     }
 
 private:
@@ -260,20 +270,21 @@ private:
     int32_t *codes_;
     int64_t code_step_, first_, dx_;
     ResidualParams rp_;
-    bool wide_neighbours_;
+    double *pred_;   // row.count doubles
+    bool along_x_;
 };
 
 // The decoder's body for walk_row: the values of the points that are not exceptions, four at a time with AVX2.
 template <typename T> class DecodeRow {
 public:
-    DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step)
+    DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step, double *pred)
         : out_(dp.out), mask_(dp.mask), codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx),
-          twoe_(dp.twoe), wide_neighbours_(dp.p->dim != 2) {}
-    bool wide_neighbours() const { return wide_neighbours_; }   // as EncodeRow's
+          twoe_(dp.twoe), pred_(pred), along_x_(dp.p->dim == 2) {}
+    bool along_x() const { return along_x_; }
 
     template <SplineCase K, bool Natural>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
-        span_avx2<K, Natural>(*this, ix0, ix1, dx, a, b, c, d);
+        span_avx2<K, Natural>(*this, pred_, ix0, ix1, dx, a, b, c, d);
     }
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
@@ -281,7 +292,7 @@ public:
     }
 
     // dequantize_residual of points ix .. ix + 3 with the predictions p, stored where the point is not an exception.
-    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more) {
+    ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more, bool wide) {
         const int64_t dx = dx_, i = first_ + ix * dx;
         const __m128i q = code_step_ == 1
                               ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes_ + ix))
@@ -300,7 +311,7 @@ public:
             m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
         }
         const int keep = (int)_pext_u32(~m, 0x01010101u);   // the points that are not exceptions
-        store4_masked(out_ + i, dx, more && wide_neighbours_, v, keep);
+        store4_masked(out_ + i, dx, wide, v, keep);
     }
 
 private:
@@ -309,21 +320,22 @@ private:
     const int32_t *codes_;
     int64_t code_step_, first_, dx_;
     double twoe_;
-    bool wide_neighbours_;
+    double *pred_;   // row.count doubles
+    bool along_x_;
 };
 
 }  // namespace
 
 template <typename T>
 ZB_TARGET_AVX2 void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *codes,
-                                    int64_t code_step, double *) {
-    EncodeRow<T> body(ep, row, codes, code_step);
+                                    int64_t code_step, double *scratch) {
+    EncodeRow<T> body(ep, row, codes, code_step, scratch);
     walk_row(ep.natural, *ep.p, ep.d, ep.s, ep.recon, z, y, row, body);
 }
 template <typename T>
 ZB_TARGET_AVX2 void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row,
-                                    const int32_t *codes, int64_t code_step, double *) {
-    DecodeRow<T> body(dp, row, codes, code_step);
+                                    const int32_t *codes, int64_t code_step, double *scratch) {
+    DecodeRow<T> body(dp, row, codes, code_step, scratch);
     walk_row(dp.natural, *dp.p, dp.d, dp.s, dp.out, z, y, row, body);
 }
 template void encode_row_avx2<float>(const EncodePass<float> &, int64_t, int64_t, const Row &, int32_t *, int64_t,
