@@ -11,6 +11,7 @@
 #include "zb_exceptions.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
+#include "zb_simd.h"
 
 namespace {
 
@@ -291,6 +292,50 @@ TEST(Exceptions, EdgeMaskAndRoundTrip) {
             }
         }
     }
+}
+
+// The Lorenzo inverse with dequantization against the N-D prefix sum by its definition (plain loops, mod 2^32), bit
+// for bit, for every SIMD level and thread counts that divide the slowest dim or not: shapes of ranks 1-3 that take
+// the slab decoder (a few layers per thread; odd sizes; one layer per slab and several), and ones that take the
+// column passes (fewer than 4 layers per thread, or layers over 2^18 values).
+TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
+    const std::vector<std::vector<uint64_t>> shapes{{1},     {7},           {100003},     {1, 9},      {5, 1},
+                                                    {3, 5},  {67, 131},     {4, 300000},  {1, 1, 1},   {3, 5, 7},
+                                                    {67, 9, 13}, {200, 3, 1}, {2, 600, 500}, {70, 1, 33}};
+    const zb::SimdLevel saved = zb::simd_level();
+    std::mt19937 rng(7);
+    for (const auto &dims : shapes) {
+        zb::Shape s;
+        s.rank = (int)dims.size();
+        s.n = 1;
+        for (int i = 0; i < s.rank; ++i) s.n *= s.dims[i] = dims[(size_t)i];
+        const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
+        std::vector<uint32_t> d(s.n);
+        for (auto &v : d) v = (uint32_t)rng();   // any bits: the sums wrap around
+        std::vector<uint32_t> ref = d;
+        for (uint64_t z = 0; z < nz; ++z)
+            for (uint64_t y = 0; y < ny; ++y)
+                for (uint64_t x = 0; x < nx; ++x) {
+                    const uint64_t i = (z * ny + y) * nx + x;
+                    if (x > 0) ref[i] += ref[i - 1];
+                }
+        for (uint64_t i = nx; i < s.n; ++i)
+            if (i / nx % ny != 0) ref[i] += ref[i - nx];
+        for (uint64_t i = nx * ny; i < s.n; ++i) ref[i] += ref[i - nx * ny];
+        for (int l = zb::kSimdBase; l <= zb::simd_level_supported(); ++l) {
+            zb::set_simd_level((zb::SimdLevel)l);
+            for (int nt : {1, 2, 3, 5, 16}) {
+                std::vector<uint32_t> q = d;
+                std::vector<float> out(s.n);
+                zb::lorenzo_inverse_dequantize(q.data(), s, nt, 0.5, out.data());
+                uint64_t differ = 0;
+                for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (float)((double)(int32_t)ref[i] * 0.5);
+                EXPECT_EQ(differ, 0u) << "rank " << s.rank << " n " << s.n << " threads " << nt << " level "
+                                      << zb::simd_level_name((zb::SimdLevel)l);
+            }
+        }
+    }
+    zb::set_simd_level(saved);
 }
 
 }  // namespace
