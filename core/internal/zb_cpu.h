@@ -83,10 +83,8 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
 // Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags);
 
-// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas.
-void lorenzo_inverse(uint32_t *q, const Shape &s, int threads);
-// lorenzo_inverse, then out[i] = dequantize<T>(q[i], twoeb), with the last prefix pass fused into the
-// dequantization (q is left partly summed).
+// The inverse of the Lorenzo deltas q: the N-D inclusive prefix sum (mod 2^32) along x, then y, then z, and
+// out[i] = dequantize<T>(sum, twoeb). q may be left partly summed.
 template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &s, int threads, double twoeb, T *out);
 
 // Bitshuffle of one 2048-code tile into 4096 bytes and back.

@@ -436,16 +436,6 @@ ZB_ALWAYS_INLINE void sum_rows_dequantize(const uint32_t *q, uint64_t rows, uint
 }
 ZB_SIMD_CLONES(sum_rows_dequantize)
 
-}  // namespace
-
-void lorenzo_inverse(uint32_t *q, const Shape &s, int nt) {
-    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
-    prefix_sum_rows(q, s, nt);
-    if (s.rank >= 2) prefix_sum_columns(q, nz, ny, nx, nt);
-    if (s.rank == 3) prefix_sum_columns(q, 1, nz, nx * ny, nt);
-}
-
-namespace {
 
 // The slab decoder. Its unit is a layer: one index of the slowest dim (a plane of `rows` rows of nx values in rank
 // 3, one row in rank 2; rank 1 has its own loop below). Each thread takes a contiguous slab of layers: a read-only
