@@ -16,6 +16,10 @@ inline uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >=
 inline uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; --i) v = (v << 8) | p[i]; return v; }
 inline double get_f64(const uint8_t *p) { uint64_t u = get_u64(p); double v; std::memcpy(&v, &u, 8); return v; }
 
+// Bit k of the low four bits of b into bit 0 of byte k (the copies b << 7k do not overlap, so nothing carries). The
+// vector loops use it for their exception bytes instead of pdep, which AMD cores before Zen 3 run in microcode.
+inline uint32_t bits_to_bytes4(uint32_t b) { return ((b & 0xfu) * 0x00204081u) & 0x01010101u; }
+
 // The host is little-endian (x86-64 / aarch64); value arrays are copied as they are. Checked at compile time.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "zbound assumes a little-endian host");
 

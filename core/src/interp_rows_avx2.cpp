@@ -7,6 +7,7 @@
 // beyond the radius or the bound) and every spline case.
 #include "zb_interp_rows.h"
 #include <cstring>
+#include "zb_bytes.h"
 #if ZB_SIMD_X86
 #include <immintrin.h>
 #endif
@@ -255,7 +256,7 @@ public:
             _mm_store_si128(reinterpret_cast<__m128i *>(lane), q);
             for (int k = 0; k < 4; ++k) codes_[(ix + k) * code_step_] = lane[k];
         }
-        const uint32_t e = _pdep_u32((uint32_t)~regular & 0xf, 0x01010101u);   // byte k: 1 if point k is an exception
+        const uint32_t e = bits_to_bytes4((uint32_t)~regular);   // byte k: 1 if point k is an exception
         if (dx == 1)
             std::memcpy(exc_ + i, &e, 4);
         else
@@ -300,17 +301,22 @@ public:
                                                codes_[(ix + 2) * code_step_], codes_[(ix + 3) * code_step_]);
         typename Raw4<T>::type v;
         round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(q), _mm256_set1_pd(twoe_))), v);
-        uint32_t m;   // the exception bytes of the four points (decode_exceptions writes 1s into a zeroed mask)
-        if (dx == 1) {
-            std::memcpy(&m, mask_ + i, 4);
-        } else if (dx == 2 && more) {   // the even bytes of eight
+        // keep: bit k set when point k is not an exception, gathered from the mask bytes (0, or 1 where
+        // decode_exceptions marked one) by a multiply that moves bit 0 of byte k to bit 24 + k without carries
+        // (no pext: AMD cores before Zen 3 run it in microcode).
+        int keep;
+        if (dx == 2 && more) {   // the even bytes of eight: byte 2k's bit 0 to bit 56 + k
             uint64_t m8;
             std::memcpy(&m8, mask_ + i, 8);
-            m = (uint32_t)_pext_u64(m8, 0x00ff00ff00ff00ffull);
+            keep = (int)((((~m8) & 0x0001000100010001ull) * 0x0100020004000800ull) >> 56);
         } else {
-            m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
+            uint32_t m;
+            if (dx == 1)
+                std::memcpy(&m, mask_ + i, 4);
+            else
+                m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
+            keep = (int)((((~m) & 0x01010101u) * 0x01020408u) >> 24);
         }
-        const int keep = (int)_pext_u32(~m, 0x01010101u);   // the points that are not exceptions
         store4_masked(out_ + i, dx, wide, v, keep);
     }
 

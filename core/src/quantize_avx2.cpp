@@ -4,6 +4,7 @@
 // comparisons), so the results are bit for bit those of quantize(); core_simd_test compares them on every kind of
 // value (NaN, infinities, signed zeros, subnormals, the fill value, out-of-range values).
 #include "zb_quantize_span.h"
+#include "zb_bytes.h"
 #include <cstring>
 #if ZB_SIMD_X86
 #include <immintrin.h>
@@ -51,9 +52,9 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256i lanes_of(int bits) {
 }
 
 // Bytes 0/1 of an exception mask from the bits of the regular values (bit k clear: byte k is 1).
-ZB_TARGET_AVX2 ZB_ALWAYS_INLINE uint64_t exception_bytes(int regular, int count) {
-    const uint64_t lanes = count == 8 ? 0x0101010101010101ull : 0x01010101ull;
-    return _pdep_u64((uint64_t)(~regular) & ((1u << count) - 1), lanes);
+inline uint64_t exception_bytes(int regular, int count) {
+    const uint32_t exc = (uint32_t)~regular & ((1u << count) - 1);
+    return bits_to_bytes4(exc) | (uint64_t)bits_to_bytes4(exc >> 4) << 32;
 }
 
 }  // namespace
