@@ -45,13 +45,15 @@ template <SplineCase K, bool Natural> ZB_ALWAYS_INLINE double spline_of(double a
 }
 
 // The prediction of point ix of a span of case K (the scalar form of what every body's span computes). Left-only
-// points have no right neighbour: c is not read.
-template <SplineCase K, bool Natural, typename T>
+// points have no right neighbour: c is not read. Branchless: the fallback for a non-finite spline without branches,
+// for loops that are to vectorize; else the early-return form, which is faster one point at a time.
+template <SplineCase K, bool Natural, bool Branchless, typename T>
 ZB_ALWAYS_INLINE double span_prediction(int64_t i, const T *a, const T *b, const T *c, const T *d) {
     const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
     const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
     const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
-    return finite_prediction_sel(spline_of<K, Natural>(va, vb, vc, vd), vb, vc);
+    const double p = spline_of<K, Natural>(va, vb, vc, vd);
+    return Branchless ? finite_prediction_sel(p, vb, vc) : finite_prediction(p, vb, vc);
 }
 
 // Walks the points of one row of pass p in order, from the values rec at stride s (the arithmetic of
@@ -100,16 +102,18 @@ ZB_ALWAYS_INLINE void walk_row(const Pass &p, const int64_t d[3], int64_t s, con
         double pred;
         switch (spline_case(x0 + i, s, d[2])) {
             case SplineCase::kLeftOnly:
-                pred = span_prediction<SplineCase::kLeftOnly, Natural>(i, va, vb, vc, vd);
+                pred = span_prediction<SplineCase::kLeftOnly, Natural, false>(i, va, vb, vc, vd);
                 break;
-            case SplineCase::kCubic: pred = span_prediction<SplineCase::kCubic, Natural>(i, va, vb, vc, vd); break;
+            case SplineCase::kCubic:
+                pred = span_prediction<SplineCase::kCubic, Natural, false>(i, va, vb, vc, vd);
+                break;
             case SplineCase::kQuadLeft:
-                pred = span_prediction<SplineCase::kQuadLeft, Natural>(i, va, vb, vc, vd);
+                pred = span_prediction<SplineCase::kQuadLeft, Natural, false>(i, va, vb, vc, vd);
                 break;
             case SplineCase::kQuadRight:
-                pred = span_prediction<SplineCase::kQuadRight, Natural>(i, va, vb, vc, vd);
+                pred = span_prediction<SplineCase::kQuadRight, Natural, false>(i, va, vb, vc, vd);
                 break;
-            default: pred = span_prediction<SplineCase::kLinear, Natural>(i, va, vb, vc, vd);
+            default: pred = span_prediction<SplineCase::kLinear, Natural, false>(i, va, vb, vc, vd);
         }
         body.point(ix, pred);
     };

@@ -61,25 +61,14 @@ template <typename F> void for_each_row(const Pass &p, const int64_t d[3], int n
     }
 }
 
-// walk_row's body for the baseline: sink(ix, prediction) for every point in order. Branchless: the fallback for a
-// non-finite spline without branches, where the loop is to vectorize; else the early-return form, which is faster
-// in a scalar loop.
+// walk_row's body for the baseline: sink(ix, prediction) for every point in order (Branchless: see span_prediction;
+// the encoder's loop vectorizes, the decoder's fused loop does not).
 template <bool Branchless, typename Sink> struct SinkRow {
     Sink sink;
     template <SplineCase K, bool Natural, typename T>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *__restrict a, const T *__restrict b,
               const T *__restrict c, const T *__restrict d) {
-        for (int64_t ix = ix0; ix < ix1; ++ix) {
-            if (Branchless) {
-                sink(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
-            } else {
-                const int64_t i = ix * dx;
-                const double vb = b[i], vc = K == SplineCase::kLeftOnly ? vb : (double)c[i];
-                const double va = K == SplineCase::kCubic || K == SplineCase::kQuadLeft ? (double)a[i] : 0.0;
-                const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
-                sink(ix, finite_prediction(spline_of<K, Natural>(va, vb, vc, vd), vb, vc));
-            }
-        }
+        for (int64_t ix = ix0; ix < ix1; ++ix) sink(ix, span_prediction<K, Natural, Branchless>(ix * dx, a, b, c, d));
     }
     void point(int64_t ix, double pred) { sink(ix, pred); }
 };

@@ -196,7 +196,7 @@ ZB_TARGET_AVX2 void span_avx2(Body body, double *pred, int64_t ix0, int64_t ix1,
             body.apply4(ix, predict4<K, Natural>(ix * dx, dx, wide, a, b, c, d), more, wide);
         }
     }
-    for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural>(ix * dx, a, b, c, d));
+    for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural, false>(ix * dx, a, b, c, d));
 }
 
 // The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
