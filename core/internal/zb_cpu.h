@@ -60,6 +60,9 @@ zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg,
                           bool tune_alpha = true);
 zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg);
+// The encoder's 16-bit codes (fast: sign-magnitude, escaped 0x8000; ratio: code + radius, escaped 0) of the interp
+// predictor's n int32 codes (kEscapedCode for escaped anchors), the encoder's radius being the format's.
+void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int threads, uint16_t *c16);
 
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)
 // bytes; non-zero blocks are appended to `blocks`. Returns the number of non-zero blocks.

@@ -48,15 +48,13 @@ uint64_t sample_cost(const std::vector<T> &x, const Shape &b, const InterpParams
     const uint64_t padded = code_tiles(n) * kTileCodes;
     uint16_t *c16 = scratch.c16.get((size_t)padded);
     std::fill(c16 + n, c16 + padded, (uint16_t)0);   // the fast encoder reads whole tiles
+    interp_codes16(codes, n, encoder, 1, c16);
     if (encoder == kEncRatio) {
-        for (uint64_t i = 0; i < n; ++i)
-            c16[i] = codes[i] == kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + radius);
         std::vector<std::string> segs;
         std::string msg;
         if (ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, 1, segs, nullptr, msg) != ZB_OK) return UINT64_MAX;
         for (const std::string &s : segs) bytes += s.size();
     } else {
-        for (uint64_t i = 0; i < n; ++i) c16[i] = codes[i] == kEscapedCode ? kEscapeCode : delta_to_code(codes[i]);
         std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
         bytes += flags.size() + fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, 1) *
                                     kBlockBytes;

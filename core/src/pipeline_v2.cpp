@@ -247,16 +247,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         int32_t *codes = t_v2.codes.get((size_t)n);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
-        auto to_c16 = [&](auto code16) {
-            const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, uint64_t, decltype(code16)),
-                                             narrow_codes);
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
-                narrow(codes + c * kChunkValues, c16 + c * kChunkValues, std::min(kChunkValues, n - c * kChunkValues),
-                       code16);
-        };
-        if (encoder == kEncFast) to_c16(fast_code);
-        else to_c16(ratio_code);
+        interp_codes16(codes, n, encoder, nt, c16);
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
@@ -372,6 +363,19 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 }
 
 }  // namespace
+
+void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int nt, uint16_t *c16) {
+    auto narrow_all = [&](auto code16) {
+        const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, uint64_t, decltype(code16)),
+                                         narrow_codes);
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
+            narrow(codes + c * kChunkValues, c16 + c * kChunkValues, std::min(kChunkValues, n - c * kChunkValues),
+                   code16);
+    };
+    if (encoder == kEncRatio) narrow_all(Code16<true>{kRatioRadius});
+    else narrow_all(Code16<false>{kFastRadius});
+}
 
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg,
