@@ -199,18 +199,35 @@ ZB_TARGET_AVX2 void span_avx2(Body body, double *pred, int64_t ix0, int64_t ix1,
     for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural, false>(ix * dx, a, b, c, d));
 }
 
-// The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
-template <typename T> class EncodeRow {
+// What the encoder's and decoder's row bodies share: where the row's points and codes are (codes of point ix at
+// codes_[ix * code_step_]), the scratch for a row's predictions, and the span that walk_row calls.
+template <typename Body, typename Code> class RowBody {
 public:
-    EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step, double *pred)
-        : x_(ep.x), recon_(ep.recon), exc_(ep.exc), codes_(codes), code_step_(code_step), first_(row.first),
-          dx_(row.dx), rp_(ep.rp), pred_(pred), along_x_(ep.p->dim == 2) {}
+    RowBody(const Pass &p, const Row &row, Code *codes, int64_t code_step, double *pred)
+        : codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx), pred_(pred), along_x_(p.dim == 2) {}
     bool along_x() const { return along_x_; }
 
-    template <SplineCase K, bool Natural>
+    template <SplineCase K, bool Natural, typename T>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
-        span_avx2<K, Natural>(*this, pred_, ix0, ix1, dx, a, b, c, d);
+        span_avx2<K, Natural>(static_cast<const Body &>(*this), pred_, ix0, ix1, dx, a, b, c, d);
     }
+
+protected:
+    Code *codes_;
+    int64_t code_step_, first_, dx_;
+    double *pred_;   // row.count doubles
+    bool along_x_;
+};
+
+// The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
+template <typename T> class EncodeRow : public RowBody<EncodeRow<T>, int32_t> {
+    using Base = RowBody<EncodeRow<T>, int32_t>;
+    using Base::codes_, Base::code_step_, Base::first_, Base::dx_;
+
+public:
+    EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step, double *pred)
+        : Base(*ep.p, row, codes, code_step, pred), x_(ep.x), recon_(ep.recon), exc_(ep.exc), rp_(ep.rp) {}
+
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
         int32_t q;
@@ -268,25 +285,18 @@ private:
     const T *x_;
     T *recon_;
     uint8_t *exc_;
-    int32_t *codes_;
-    int64_t code_step_, first_, dx_;
     ResidualParams rp_;
-    double *pred_;   // row.count doubles
-    bool along_x_;
 };
 
 // The decoder's body for walk_row: the values of the points that are not exceptions, four at a time with AVX2.
-template <typename T> class DecodeRow {
+template <typename T> class DecodeRow : public RowBody<DecodeRow<T>, const int32_t> {
+    using Base = RowBody<DecodeRow<T>, const int32_t>;
+    using Base::codes_, Base::code_step_, Base::first_, Base::dx_;
+
 public:
     DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step, double *pred)
-        : out_(dp.out), mask_(dp.mask), codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx),
-          twoe_(dp.twoe), pred_(pred), along_x_(dp.p->dim == 2) {}
-    bool along_x() const { return along_x_; }
+        : Base(*dp.p, row, codes, code_step, pred), out_(dp.out), mask_(dp.mask), twoe_(dp.twoe) {}
 
-    template <SplineCase K, bool Natural>
-    void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
-        span_avx2<K, Natural>(*this, pred_, ix0, ix1, dx, a, b, c, d);
-    }
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
         if (!mask_[idx]) out_[idx] = dequantize_residual<T>(pred, codes_[ix * code_step_], twoe_);
@@ -323,11 +333,7 @@ public:
 private:
     T *out_;
     const uint8_t *mask_;
-    const int32_t *codes_;
-    int64_t code_step_, first_, dx_;
     double twoe_;
-    double *pred_;   // row.count doubles
-    bool along_x_;
 };
 
 }  // namespace
