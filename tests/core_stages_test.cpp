@@ -301,7 +301,9 @@ TEST(Exceptions, EdgeMaskAndRoundTrip) {
 TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
     const std::vector<std::vector<uint64_t>> shapes{{1},     {7},           {100003},     {1, 9},      {5, 1},
                                                     {3, 5},  {67, 131},     {4, 300000},  {1, 1, 1},   {3, 5, 7},
-                                                    {67, 9, 13}, {200, 3, 1}, {2, 600, 500}, {70, 1, 33}};
+                                                    {67, 9, 13}, {200, 3, 1}, {2, 600, 500}, {70, 1, 33},
+                                                    // the grid with bands and slabs at once (zb_lorenzo_grid.h)
+                                                    {40, 8, 300}, {9, 3000}};
     const zb::SimdLevel saved = zb::simd_level();
     std::mt19937 rng(7);
     for (const auto &dims : shapes) {

@@ -85,10 +85,12 @@ template <typename T> void check_pipeline(zb_predictor pred, zb_encoder enc, con
 }
 
 // 3D and 2D shapes with several chunks of 64K values; a 1D array whose single row takes the parallel prefix sum.
-const Dims k3d{23, 90, 131}, k2d{500, 777}, k1d{400003};
+// The fast decoder's grid (zb_lorenzo_grid.h) splits k3d's planes into bands and slabs (bands cut code tiles),
+// k2d into slabs of rows, k2d_wide's rows into bands.
+const Dims k3d{23, 90, 131}, k2d{500, 777}, k2d_wide{41, 9001}, k1d{400003};
 
 template <typename T> void check_all(uint32_t seed) {
-    for (const Dims &d : {k3d, k2d, k1d}) {
+    for (const Dims &d : {k3d, k2d, k2d_wide, k1d}) {
         check_pipeline<T>(ZB_PRED_LORENZO, ZB_ENC_RATIO, d, seed);
         check_pipeline<T>(ZB_PRED_INTERP, ZB_ENC_RATIO, d, seed);
         check_pipeline<T>(ZB_PRED_LORENZO, ZB_ENC_FAST, d, seed);

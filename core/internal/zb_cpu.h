@@ -83,6 +83,10 @@ uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, st
 // checked). False when flags, block count or padding are inconsistent.
 bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
                        int nt);
+// One shuffled tile (kTileBytes) from its kTileFlagBytes flag bytes and its stored blocks (src: the first of them).
+void expand_tile(const uint8_t *flags, const uint8_t *src, uint8_t *tile);
+// The number of escape codes (kEscapeCode) among the codes of a shuffled tile, read from its bit planes.
+uint64_t tile_escape_count(const uint8_t *tile);
 // Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags);
 

@@ -11,6 +11,7 @@
 #include "zb_crc32c.h"
 #include "zb_exceptions.h"
 #include "zb_lorenzo.h"
+#include "zb_lorenzo_grid.h"
 #include "zb_quant.h"
 #include "zb_scratch.h"
 #include "zb_quantize_span.h"
@@ -252,10 +253,12 @@ struct DecoderScratch {
     ScratchArray<uint16_t> codes;
     ScratchArray<uint32_t> q;
     ScratchArray<uint64_t> esc_start;
+    ScratchArray<uint64_t> block_start;
     void trim() {
         codes.trim(kScratchKeepBytes);
         q.trim(kScratchKeepBytes);
         esc_start.trim(kScratchKeepBytes);
+        block_start.trim(kScratchKeepBytes);
     }
 };
 thread_local DecoderScratch t_dec;
@@ -273,21 +276,107 @@ ZB_ALWAYS_INLINE void codes_to_deltas(const uint16_t *__restrict c, uint32_t *__
 }
 ZB_SIMD_CLONES(codes_to_deltas)
 
-template <typename T>
-zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, std::string &msg) {
-    const uint64_t n = h.shape.n;
-    const uint8_t *payload = stream + h.header_bytes();
-    if (h.flags & kFlagRaw) {
-        std::memcpy(out, payload, (size_t)(n * sizeof(T)));
-        return ZB_OK;
-    }
-    const uint64_t ntiles = code_tiles(n);
-    const uint8_t *code_flags = payload + h.seg[kSegCodeFlags].offset;
-    const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
+// The fast stream's code tiles as a delta source of the Lorenzo grid (zb_lorenzo_grid.h): each thread expands the
+// tiles its bands and slabs touch, one at a time, unshuffles them and turns the codes into deltas (escapes patched
+// in order). Nothing of size n is written but the values.
+struct CodeTiles {
+    const uint8_t *flags, *blocks, *esc_bytes;
+    const uint64_t *block_start;   // per tile: its first stored block (ntiles + 1 entries)
+    const uint64_t *esc_start;     // per tile: its first escape (ntiles + 1 entries); null when there are none
+    uint64_t n;
+    void (*to_deltas)(const uint16_t *, uint32_t *, uint64_t);
 
-    struct TrimOnExit { ~TrimOnExit() { t_dec.trim(); } } trim_on_exit;
+    struct Cursor {
+        uint64_t tile = ~uint64_t(0);   // the tile in d
+        bool bad = false;               // a tile's padding or escapes did not match the stream
+        alignas(64) uint8_t bytes[kTileBytes];
+        alignas(64) uint16_t codes[kTileCodes];
+        alignas(64) uint32_t d[kTileCodes];
+    };
+    static constexpr uint64_t kUnit = kTileCodes;
+    static constexpr double kSumCost = 0.5;
+
+    void decode(Cursor &c, uint64_t t) const {
+        c.tile = t;
+        expand_tile(flags + t * kTileFlagBytes, blocks + block_start[t] * kBlockBytes, c.bytes);
+        bitunshuffle_tile(c.bytes, c.codes);
+        for (uint64_t j = std::min<uint64_t>(kTileCodes, n - t * kTileCodes); j < kTileCodes; ++j)
+            c.bad |= c.codes[j] != 0;   // the last tile's padding
+        uint64_t e = esc_start ? esc_start[t] : 0;
+        const uint64_t e_end = esc_start ? esc_start[t + 1] : 0;
+        if (e == e_end) return to_deltas(c.codes, c.d, kTileCodes);   // the common case: a loop that vectorizes
+        for (uint64_t j = 0; j < kTileCodes; ++j) {
+            int32_t d = 0;
+            if (c.codes[j] != kEscapeCode) {
+                d = code_to_delta(c.codes[j]);
+            } else if (e < e_end) {
+                std::memcpy(&d, esc_bytes + 4 * e++, 4);
+            } else {
+                c.bad = true;
+            }
+            c.d[j] = (uint32_t)d;
+        }
+        c.bad |= e != e_end;
+    }
+    template <class F> void pieces(Cursor &c, uint64_t begin, uint64_t end, F f) const {
+        while (begin < end) {
+            const uint64_t t = begin / kTileCodes, off = begin - t * kTileCodes;
+            const uint64_t m = std::min(end - begin, kTileCodes - off);
+            if (c.tile != t) decode(c, t);
+            f(c.d + off, begin, m);
+            begin += m;
+        }
+    }
+};
+
+// Rank 2 and 3: the tiles' blocks and escapes located (one pass over the flags, and over the expanded tiles when
+// there are escapes), then the grid decodes straight from the tiles.
+template <typename T>
+zb_status decode_tiles_grid(const Header &h, const uint8_t *payload, T *out, int nt, std::string &msg) {
+    const uint64_t n = h.shape.n, ntiles = code_tiles(n);
+    const uint8_t *flags = payload + h.seg[kSegCodeFlags].offset;
+    const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
+    uint64_t *block_start = t_dec.block_start.get((size_t)ntiles + 1);
+    uint64_t *esc_start = h.escapes ? t_dec.esc_start.get((size_t)ntiles + 1) : nullptr;
+    block_start[0] = 0;
+    if (esc_start) esc_start[0] = 0;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        const uint8_t *f = flags + (uint64_t)t * kTileFlagBytes;
+        uint64_t c = 0;
+        for (uint64_t b = 0; b < kTileFlagBytes; ++b) c += (uint64_t)__builtin_popcount(f[b]);
+        block_start[(size_t)t + 1] = c;
+    }
+    for (uint64_t t = 0; t < ntiles; ++t) block_start[t + 1] += block_start[t];
+    if (block_start[ntiles] != h.nonzero_code_blocks) return corrupt(msg, "code blocks do not match their flags");
+    if (esc_start) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+            alignas(64) uint8_t tile[kTileBytes];
+            expand_tile(flags + (uint64_t)t * kTileFlagBytes, blocks + block_start[t] * kBlockBytes, tile);
+            esc_start[(size_t)t + 1] = tile_escape_count(tile);
+        }
+        for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
+        if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
+    }
+    const CodeTiles src{flags, blocks, payload + h.seg[kSegEscapes].offset, block_start, esc_start, n,
+                        ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas)};
+    std::vector<CodeTiles::Cursor> cursors((size_t)nt);
+    const Shape &s = h.shape;
+    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
+    grid::lorenzo_grid(src, cursors.data(), layers, rows, s.nx(), nt, 2.0 * h.eb, out);
+    for (const CodeTiles::Cursor &c : cursors)
+        if (c.bad) return corrupt(msg, "code tiles do not match their padding or the escape list");
+    return ZB_OK;
+}
+
+// Rank 1: the codes of all tiles, then the deltas (escapes patched in order), then the prefix sum.
+template <typename T>
+zb_status decode_codes_1d(const Header &h, const uint8_t *payload, T *out, int nt, std::string &msg) {
+    const uint64_t n = h.shape.n, ntiles = code_tiles(n);
     uint16_t *codes = t_dec.codes.get((size_t)(ntiles * kTileCodes));
-    if (!fast_decode_codes(code_flags, blocks, h.nonzero_code_blocks, n, codes, nt))
+    if (!fast_decode_codes(payload + h.seg[kSegCodeFlags].offset, payload + h.seg[kSegCodeBlocks].offset,
+                           h.nonzero_code_blocks, n, codes, nt))
         return corrupt(msg, "code blocks do not match their flags");
     // Escapes per tile, then where each tile's escapes start.
     uint64_t *esc_start = t_dec.esc_start.get((size_t)ntiles + 1);
@@ -301,7 +390,6 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
     if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
 
-    // Deltas (escapes patched in order), then the prefix sums give q.
     uint32_t *q = t_dec.q.get((size_t)n);
     const uint8_t *esc_bytes = payload + h.seg[kSegEscapes].offset;
     const auto to_deltas = ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas);
@@ -326,6 +414,21 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         }
     }
     lorenzo_inverse_dequantize(q, h.shape, nt, 2.0 * h.eb, out);
+    return ZB_OK;
+}
+
+template <typename T>
+zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, std::string &msg) {
+    const uint64_t n = h.shape.n;
+    const uint8_t *payload = stream + h.header_bytes();
+    if (h.flags & kFlagRaw) {
+        std::memcpy(out, payload, (size_t)(n * sizeof(T)));
+        return ZB_OK;
+    }
+    struct TrimOnExit { ~TrimOnExit() { t_dec.trim(); } } trim_on_exit;
+    const zb_status st = h.shape.rank == 1 ? decode_codes_1d(h, payload, out, nt, msg)
+                                           : decode_tiles_grid(h, payload, out, nt, msg);
+    if (st != ZB_OK) return st;
     if (h.exceptions) {
         ByteSpan ex[kExceptionSegmentCount];
         for (int i = 0; i < kExceptionSegmentCount; ++i)
@@ -338,178 +441,6 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 }  // namespace
 
 namespace {
-
-// Inclusive prefix sum (mod 2^32) of one long row on nt threads: each thread scans its own part, then adds the sum
-// of the parts before it. Integer sums mod 2^32 do not depend on the grouping, so neither does the result.
-void prefix_sum_parallel(uint32_t *r, uint64_t len, int nt) {
-    if (nt <= 1 || len < 2 * kValuesPerThread) {
-        for (uint64_t x = 1; x < len; ++x) r[x] += r[x - 1];
-        return;
-    }
-    std::vector<uint32_t> carry((size_t)nt + 1, 0);
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        const uint64_t x0 = len * (uint64_t)t / (uint64_t)T, x1 = len * (uint64_t)(t + 1) / (uint64_t)T;
-        for (uint64_t x = x0 + 1; x < x1; ++x) r[x] += r[x - 1];
-        carry[(size_t)t + 1] = x1 > x0 ? r[x1 - 1] : 0;
-#pragma omp barrier
-#pragma omp single
-        for (int k = 1; k <= T; ++k) carry[(size_t)k] += carry[(size_t)k - 1];
-        const uint32_t c = carry[(size_t)t];
-        for (uint64_t x = x0; x < x1; ++x) r[x] += c;
-    }
-}
-
-// Columns [c0, c1) of a slab of `rows` rows of `width` values: each row plus the one before.
-ZB_ALWAYS_INLINE void add_row_runs(uint32_t *slab, uint64_t rows, uint64_t width, uint64_t c0, uint64_t c1) {
-    for (uint64_t r = 1; r < rows; ++r) {
-        uint32_t *__restrict cur = slab + r * width;
-        const uint32_t *__restrict prev = cur - width;
-        for (uint64_t c = c0; c < c1; ++c) cur[c] += prev[c];
-    }
-}
-ZB_SIMD_CLONES(add_row_runs)
-
-// In each of `slabs` slabs of `rows` rows of `width` values, adds every row to the next (a prefix sum down the
-// columns). The work items are (slab, run of columns), so that a pass has enough of them for every thread even when
-// there is one slab of long columns (the z pass); a run is at least 256 columns so each row access stays a stream.
-void prefix_sum_columns(uint32_t *q, uint64_t slabs, uint64_t rows, uint64_t width, int nt) {
-    if (rows < 2) return;
-    const uint64_t want = div_up(width * slabs, 4 * (uint64_t)nt);
-    const uint64_t run = std::min(width, std::max<uint64_t>(256, div_up(want, 16) * 16));
-    const uint64_t runs = div_up(width, run);
-    const auto add_rows = ZB_SIMD_PICK(void (*)(uint32_t *, uint64_t, uint64_t, uint64_t, uint64_t), add_row_runs);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t item = 0; item < (int64_t)(slabs * runs); ++item) {
-        const uint64_t c0 = (uint64_t)item % runs * run;
-        add_rows(q + (uint64_t)item / runs * rows * width, rows, width, c0, std::min(width, c0 + run));
-    }
-}
-
-}  // namespace
-
-// N-D inclusive prefix sum (mod 2^32) along x, then y, then z: the inverse of the Lorenzo deltas. Each pass is one
-// parallel region (the z pass once ran one region per plane: on a 7920-plane array that made two threads 4x slower
-// than one).
-namespace {
-
-// The prefix sum along x of every row.
-void prefix_sum_rows(uint32_t *q, const Shape &s, int nt) {
-    const uint64_t nx = s.nx(), rows = s.ny() * s.nz();
-    if (rows < (uint64_t)nt) {
-        for (uint64_t row = 0; row < rows; ++row) prefix_sum_parallel(q + row * nx, nx, nt);
-    } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t row = 0; row < (int64_t)rows; ++row) {
-            uint32_t *r = q + (uint64_t)row * nx;
-            for (uint64_t x = 1; x < nx; ++x) r[x] += r[x - 1];
-        }
-    }
-}
-
-constexpr uint64_t kFusedRun = 2048;   // most columns per work item of the fused last pass (its running sums)
-
-template <typename T>
-ZB_ALWAYS_INLINE void dequantize_span(const uint32_t *__restrict q, T *__restrict out, uint64_t i0, uint64_t i1,
-                                      double twoeb) {
-    for (uint64_t i = i0; i < i1; ++i) out[i] = dequantize<T>((int32_t)q[i], twoeb);
-}
-ZB_SIMD_CLONES(dequantize_span)
-
-// Columns [c0, c1) (at most kFusedRun) of `rows` rows of `width` integers: the running sum down each column,
-// dequantized into out (same layout), without writing the sums back.
-template <typename T>
-ZB_ALWAYS_INLINE void sum_rows_dequantize(const uint32_t *q, uint64_t rows, uint64_t width, uint64_t c0, uint64_t c1,
-                                          T *out, double twoeb) {
-    uint32_t acc[kFusedRun];
-    const uint64_t w = c1 - c0;
-    for (uint64_t c = 0; c < w; ++c) acc[c] = 0;
-    for (uint64_t r = 0; r < rows; ++r) {
-        const uint32_t *__restrict row = q + r * width + c0;
-        T *__restrict o = out + r * width + c0;
-        for (uint64_t c = 0; c < w; ++c) {
-            acc[c] += row[c];
-            o[c] = dequantize<T>((int32_t)acc[c], twoeb);
-        }
-    }
-}
-ZB_SIMD_CLONES(sum_rows_dequantize)
-
-
-// The slab decoder. Its unit is a layer: one index of the slowest dim (a plane of `rows` rows of nx values in rank
-// 3, one row in rank 2; rank 1 has its own loop below). Each thread takes a contiguous slab of layers: a read-only
-// pass sums its layers column by column, and once every thread has its sums, a thread's carry (the prefix sum of
-// all layers before its slab) is the in-layer prefix sum of the sums of the slabs before it. Then one pass over the
-// slab, reading the deltas and writing the values, keeps the running sum of the layers so far in a layer-sized
-// buffer that stays in cache. Threads thus stream contiguous memory (the column-run passes walked thousands of
-// planes with a plane-sized stride), and the memory traffic is 12 bytes per value (4 for the sums, 8 for the pass;
-// 8 on one thread, which needs no sums) instead of 24 (read and write q in each of the x and y passes, then read q
-// and write the values). Sums are mod 2^32, so the values do not depend on the grouping (nor on the thread count).
-
-// a[i] += b[i] for i < n.
-ZB_ALWAYS_INLINE void add_span(uint32_t *__restrict a, const uint32_t *__restrict b, uint64_t n) {
-    for (uint64_t i = 0; i < n; ++i) a[i] += b[i];
-}
-ZB_SIMD_CLONES(add_span)
-
-// The in-layer inclusive prefix sum (along x, then down the rows) of one layer, in place.
-void layer_prefix_sum(uint32_t *l, uint64_t rows, uint64_t nx) {
-    for (uint64_t r = 0; r < rows; ++r) {
-        uint32_t *row = l + r * nx;
-        for (uint64_t x = 1; x < nx; ++x) row[x] += row[x - 1];
-        if (r > 0) add_span(row, row - nx, nx);
-    }
-}
-
-// One layer of deltas d -> values: acc (the running sum of the layers before, `rows` x nx) += the in-layer prefix
-// sum of d, out = dequantize(acc). col holds the prefix sum down the rows of this layer so far (nx values).
-template <typename T>
-ZB_ALWAYS_INLINE void decode_layer(const uint32_t *__restrict d, uint64_t rows, uint64_t nx, uint32_t *__restrict acc,
-                                   uint32_t *__restrict col, T *__restrict out, double twoeb) {
-    for (uint64_t r = 0; r < rows; ++r) {
-        const uint32_t *__restrict dr = d + r * nx;
-        uint32_t s = 0;   // the scan along x is serial; the rest vectorizes
-        if (r == 0) {
-            for (uint64_t x = 0; x < nx; ++x) col[x] = s += dr[x];
-        } else {
-            for (uint64_t x = 0; x < nx; ++x) col[x] += s += dr[x];
-        }
-        uint32_t *__restrict a = acc + r * nx;
-        T *__restrict o = out + r * nx;
-        for (uint64_t x = 0; x < nx; ++x) {
-            a[x] += col[x];
-            o[x] = dequantize<T>((int32_t)a[x], twoeb);
-        }
-    }
-}
-ZB_SIMD_CLONES(decode_layer)
-
-// Rank 2 and 3: `layers` layers of `rows` rows of nx deltas q (only read) -> values out.
-template <typename T>
-void lorenzo_slabs(const uint32_t *q, uint64_t layers, uint64_t rows, uint64_t nx, int nt, double twoeb, T *out) {
-    const uint64_t lsize = rows * nx;
-    // Per thread: its slab's column sums, its running sum (which starts as its carry) and a row of column sums. All
-    // allocated here: an exception (bad_alloc) must not leave a parallel region.
-    std::vector<uint32_t> sums(nt > 1 ? (size_t)(nt * lsize) : 0), acc((size_t)(nt * lsize)), cols((size_t)(nt * nx));
-    const auto add = ZB_SIMD_PICK(void (*)(uint32_t *, const uint32_t *, uint64_t), add_span);
-    using Layer = void (*)(const uint32_t *, uint64_t, uint64_t, uint32_t *, uint32_t *, T *, double);
-    const Layer layer = ZB_SIMD_PICK(Layer, decode_layer);
-#pragma omp parallel num_threads(nt)
-    {
-        const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
-        const uint64_t z0 = layers * t / nth, z1 = layers * (t + 1) / nth;
-        uint32_t *a = acc.data() + t * lsize;
-        if (nth > 1) {
-            for (uint64_t z = z0; z < z1; ++z) add(sums.data() + t * lsize, q + z * lsize, lsize);
-#pragma omp barrier
-            for (uint64_t k = 0; k < t; ++k) add(a, sums.data() + k * lsize, lsize);
-            layer_prefix_sum(a, rows, nx);
-        }
-        uint32_t *col = cols.data() + t * nx;
-        for (uint64_t z = z0; z < z1; ++z) layer(q + z * lsize, rows, nx, a, col, out + z * lsize, twoeb);
-    }
-}
 
 // n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized).
 template <typename T>
@@ -554,49 +485,25 @@ template <typename T> void lorenzo_slabs_1d(const uint32_t *q, uint64_t n, int n
     }
 }
 
-// Layers of at most this many values take the slab decoder: its two layer-sized buffers per thread (1 MiB each at
-// most) stay mostly in cache.
-constexpr uint64_t kSlabLayerMax = uint64_t(1) << 18;
-
 }  // namespace
 
-// lorenzo_inverse, then out = dequantize(q). The slab decoder above where each thread gets a few layers; otherwise
-// (few layers, or very large ones) the column passes, with the prefix sum along the slowest dim fused into the
-// dequantization. The values are those of lorenzo_inverse followed by dequantize either way (integer sums mod 2^32).
+// The N-D prefix sum of the deltas q, dequantized into out: rank 1 by slabs of the row, ranks 2 and 3 on the grid
+// of zb_lorenzo_grid.h reading q (which stays as it is).
+namespace {
+struct DeltaArray {
+    const uint32_t *q;
+    struct Cursor {};
+    static constexpr uint64_t kUnit = 1024;
+    static constexpr double kSumCost = 0.5;
+    template <class F> void pieces(Cursor &, uint64_t begin, uint64_t end, F f) const { f(q + begin, begin, end - begin); }
+};
+}  // namespace
+
 template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &s, int nt, double twoeb, T *out) {
-    const uint64_t nx = s.nx(), ny = s.ny(), nz = s.nz();
     if (s.rank == 1) return lorenzo_slabs_1d(q, s.n, nt, twoeb, out);
-    const uint64_t layers = s.rank == 2 ? ny : nz, layer_rows = s.rank == 2 ? 1 : ny;
-    if (layer_rows * nx <= kSlabLayerMax && (nt == 1 || layers >= 4 * (uint64_t)nt))
-        return lorenzo_slabs(q, layers, layer_rows, nx, nt, twoeb, out);
-    prefix_sum_rows(q, s, nt);
-    uint64_t rows = ny, width = nx;
-    if (s.rank == 3) {
-        prefix_sum_columns(q, nz, ny, nx, nt);
-        rows = nz;
-        width = nx * ny;
-    }
-    // Work items are runs of columns; a run is at least 64 columns so each row access stays a stream. When that
-    // leaves fewer items than threads (narrow arrays), the unfused passes parallelize better.
-    const uint64_t run = std::min(kFusedRun, std::max<uint64_t>(64, div_up(div_up(width, 4 * (uint64_t)nt), 16) * 16));
-    const uint64_t runs = div_up(width, run);
-    if (runs < (uint64_t)nt && rows > 1) {
-        prefix_sum_columns(q, 1, rows, width, nt);
-        using Span = void (*)(const uint32_t *, T *, uint64_t, uint64_t, double);
-        const Span span = ZB_SIMD_PICK(Span, dequantize_span);
-        constexpr uint64_t kSpan = 1 << 14;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t c = 0; c < (int64_t)div_up(s.n, kSpan); ++c)
-            span(q, out, (uint64_t)c * kSpan, std::min(s.n, (uint64_t)(c + 1) * kSpan), twoeb);
-        return;
-    }
-    using Pass = void (*)(const uint32_t *, uint64_t, uint64_t, uint64_t, uint64_t, T *, double);
-    const Pass pass = ZB_SIMD_PICK(Pass, sum_rows_dequantize);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t item = 0; item < (int64_t)runs; ++item) {
-        const uint64_t c0 = (uint64_t)item * run;
-        pass(q, rows, width, c0, std::min(width, c0 + run), out, twoeb);
-    }
+    std::vector<DeltaArray::Cursor> cursors((size_t)nt);
+    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
+    grid::lorenzo_grid(DeltaArray{q}, cursors.data(), layers, rows, s.nx(), nt, twoeb, out);
 }
 template void lorenzo_inverse_dequantize<float>(uint32_t *, const Shape &, int, double, float *);
 template void lorenzo_inverse_dequantize<double>(uint32_t *, const Shape &, int, double, double *);

@@ -239,6 +239,33 @@ uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, st
     return offset[ntiles];
 }
 
+void expand_tile(const uint8_t *flags, const uint8_t *src, uint8_t *tile) {
+    // Without branches (a tile's flags are close to random): a block is copied from the stream or from zeros, and
+    // the stream pointer advances by 16 bytes or 0.
+    static const uint8_t zeros[kBlockBytes] = {};
+    for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
+        const uint64_t stored = (flags[b >> 3] >> (b & 7)) & 1u;
+        std::memcpy(tile + b * kBlockBytes, stored ? src : zeros, kBlockBytes);
+        src += stored * kBlockBytes;
+    }
+}
+
+uint64_t tile_escape_count(const uint8_t *tile) {
+    // Code 0x8000 has bit 15 set and bits 0-14 clear: one 64-bit word of each plane covers 64 codes.
+    uint64_t count = 0;
+    for (int k = 0; k < kPlaneBytes; k += 8) {
+        uint64_t low = 0, top;
+        for (int p = 0; p < 15; ++p) {
+            uint64_t w;
+            std::memcpy(&w, tile + p * kPlaneBytes + k, 8);
+            low |= w;
+        }
+        std::memcpy(&top, tile + 15 * kPlaneBytes + k, 8);
+        count += (uint64_t)__builtin_popcountll(top & ~low);
+    }
+    return count;
+}
+
 bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
                        int nt) {
     const uint64_t ntiles = code_tiles(n);
@@ -255,16 +282,7 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
         uint8_t tile[kTileBytes];
-        const uint8_t *f = flags + t * kTileFlagBytes;
-        const uint8_t *src = blocks + start[(size_t)t] * kBlockBytes;
-        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b) {
-            if (f[b >> 3] & (1u << (b & 7))) {
-                std::memcpy(tile + b * kBlockBytes, src, kBlockBytes);
-                src += kBlockBytes;
-            } else {
-                std::memset(tile + b * kBlockBytes, 0, kBlockBytes);
-            }
-        }
+        expand_tile(flags + t * kTileFlagBytes, blocks + start[(size_t)t] * kBlockBytes, tile);
         uint16_t *c = codes + (size_t)t * kTileCodes;
         bitunshuffle_tile(tile, c);
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
