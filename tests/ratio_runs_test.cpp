@@ -174,3 +174,51 @@ TEST(RatioRuns, VersionGateAndCorruption) {
     const Enc ez = encode(zs, kA, 1, zb::kRatioSubBlockLog2, kZ);
     EXPECT_NE(decode(ez.seg, zs.size() - 1, kA, out), ZB_OK);
 }
+
+namespace {
+
+// The token counts of symbols [i0, i1) by tokenizing each sub-block symbol by symbol (the format's definition).
+std::vector<uint64_t> reference_token_counts(const std::vector<uint16_t> &s, uint64_t i0, uint64_t i1, int lg) {
+    std::vector<uint64_t> ht(kA + zb::kRatioRunTokens, 0);
+    auto emit = [&](uint32_t v, int, uint32_t) { ++ht[v]; };
+    for (uint64_t b0 = i0; b0 < i1; b0 += 1ull << lg) {
+        uint32_t run = 0;
+        for (uint64_t i = b0; i < std::min<uint64_t>(i1, b0 + (1ull << lg)); ++i) {
+            if (s[i] == kZ) {
+                ++run;
+                continue;
+            }
+            if (run) zb::ratio_emit_run(run, kA, kZ, emit);
+            run = 0;
+            emit(s[i], 0, 0u);
+        }
+        if (run) zb::ratio_emit_run(run, kA, kZ, emit);
+    }
+    return ht;
+}
+
+}  // namespace
+
+// ratio_token_counts (bit masks, one step per run) counts what tokenizing does: runs of every length up to a whole
+// sub-block, across 64-symbol words and cut at sub-block borders, at run-symbol densities from sparse to nearly all,
+// for ranges starting at a later sub-block and ending inside one.
+TEST(RatioRuns, TokenCountsMatchTokenizing) {
+    std::mt19937 rng(11);
+    for (double p : {0.05, 0.5, 0.9, 0.99, 0.9999}) {
+        for (int lg : {10, 12}) {
+            std::vector<uint16_t> s(3 * (1u << lg) + 777);
+            std::bernoulli_distribution is_z(p);
+            for (uint16_t &v : s) v = is_z(rng) ? (uint16_t)kZ : (uint16_t)(rng() % kA == kZ ? kZ + 1 : rng() % kA);
+            for (size_t i = 100; i < 100 + 300; ++i) s[i] = (uint16_t)kZ;   // a long run over several words
+            for (uint64_t i0 : {uint64_t(0), uint64_t(1) << lg}) {
+                const uint64_t i1 = s.size();
+                std::vector<uint64_t> got(kA + zb::kRatioRunTokens, 5);   // counts are added to what is there
+                std::vector<uint32_t> scratch(4 * kA);
+                zb::ratio_token_counts(s.data(), i0, i1, lg, kA, kZ, scratch.data(), got.data());
+                std::vector<uint64_t> want = reference_token_counts(s, i0, i1, lg);
+                for (uint64_t &w : want) w += 5;
+                EXPECT_TRUE(got == want) << "p " << p << " sub-block 2^" << lg << " from " << i0;
+            }
+        }
+    }
+}

@@ -360,6 +360,97 @@ void plain_counts(const uint64_t *ht, uint64_t count, uint32_t A, uint32_t z, ui
 
 }  // namespace
 
+namespace {
+
+// Plain counts of s[i0, i1) into ht (A entries) through four interleaved u32 tables (consecutive symbols often
+// repeat: one table would wait on its own increments), flushed every 2^30 symbols. h: 4 * A entries.
+void plain_histogram(const uint16_t *s, uint64_t i0, uint64_t i1, uint32_t A, uint32_t *h, uint64_t *ht) {
+    for (uint64_t c0 = i0; c0 < i1; c0 += 1ull << 30) {
+        const uint64_t c1 = std::min<uint64_t>(i1, c0 + (1ull << 30));
+        std::fill(h, h + 4 * (size_t)A, 0u);
+        uint32_t *h0 = h, *h1 = h0 + A, *h2 = h1 + A, *h3 = h2 + A;
+        uint64_t i = c0;
+        for (; i + 4 <= c1; i += 4) {
+            ++h0[s[i]];
+            ++h1[s[i + 1]];
+            ++h2[s[i + 2]];
+            ++h3[s[i + 3]];
+        }
+        for (; i < c1; ++i) ++h0[s[i]];
+        for (uint32_t v = 0; v < A; ++v) ht[v] += (uint64_t)h0[v] + h1[v] + h2[v] + h3[v];
+    }
+}
+
+// Bit k set where s[k] == z, for k < cnt <= 64.
+inline uint64_t equal_mask(const uint16_t *s, uint64_t cnt, uint32_t z) {
+#if defined(__SSE2__)
+    if (cnt == 64) {
+        const __m128i zv = _mm_set1_epi16((short)(uint16_t)z);
+        uint64_t m = 0;
+        for (int k = 0; k < 4; ++k) {
+            const __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16 * k)), zv);
+            const __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16 * k + 8)), zv);
+            m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_packs_epi16(a, b)) << (16 * k);
+        }
+        return m;
+    }
+#endif
+    uint64_t m = 0;
+    for (uint64_t k = 0; k < cnt; ++k) m |= (uint64_t)(s[k] == z) << k;
+    return m;
+}
+
+}  // namespace
+
+void ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int sub_block_log2, uint32_t A,
+                        uint32_t z, uint32_t *scratch, uint64_t *ht) {
+    // Plain symbols other than z are tokens of their own; z's own count is replaced by the runs below.
+    const uint64_t z_before = ht[z];
+    plain_histogram(symbols, i0, i1, A, scratch, ht);
+    ht[z] = z_before;
+    const uint64_t S = 1ull << sub_block_log2;
+    // Runs of up to 64 are counted by length in four interleaved tables (consecutive runs often have the same
+    // length: one counter would wait on its own increments) and turned into tokens at the end.
+    uint64_t by_length[4][65] = {};
+    unsigned k = 0;
+    auto emit_run = [&](uint64_t run) {
+        if (run <= 64) ++by_length[k++ & 3][run];
+        else ++ht[A + ratio_run_token((uint32_t)run).offset];
+    };
+    for (uint64_t b0 = i0; b0 < i1; b0 += S) {   // runs end at sub-block borders
+        const uint64_t b1 = std::min(i1, b0 + S);
+        uint64_t run = 0;   // z's so far in the open run
+        for (uint64_t w0 = b0; w0 < b1; w0 += 64) {
+            const uint64_t m = equal_mask(symbols + w0, std::min<uint64_t>(64, b1 - w0), z);
+            if (m == 0) {
+                if (run) emit_run(run);
+                run = 0;
+                continue;
+            }
+            // Alternately: the ones at `pos` extend the open run; a zero ends it; skip to the next one.
+            uint64_t x = m;
+            int pos = 0;
+            for (;;) {
+                const int ones = ~x == 0 ? 64 - pos : __builtin_ctzll(~x);
+                run += (uint64_t)ones;
+                pos += ones;
+                if (pos >= 64) break;   // the run goes on into the next word
+                if (run) emit_run(run);
+                run = 0;
+                x = m >> pos;
+                if (x == 0) break;
+                const int zeros = __builtin_ctzll(x);
+                pos += zeros;
+                x >>= zeros;
+            }
+        }
+        if (run) emit_run(run);
+    }
+    for (uint32_t L = 1; L <= 64; ++L)
+        ht[L == 1 ? z : A + ratio_run_token(L).offset] +=
+            by_length[0][L] + by_length[1][L] + by_length[2][L] + by_length[3][L];
+}
+
 void ratio_choose_codebook(const uint64_t *ht, uint64_t n, uint32_t A, uint32_t z, int sub_block_log2,
                            RatioCodebook &cb) {
     auto lengths = [&](const uint64_t *h, uint32_t alphabet, RatioCodebook &c) {
@@ -415,11 +506,11 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
                                                                                          : kRatioNoRunSymbol;
         const size_t AT = z < alphabet ? A + kRatioRunTokens : A;
 
-        // 1. per-range histograms (of tokens when runs are possible; else 4 interleaved u32 tables against
-        // store-to-load stalls, flushed every 2^30)
+        // 1. per-range histograms (of tokens when runs are possible, ratio_token_counts; else 4 interleaved u32
+        // tables against store-to-load stalls, flushed every 2^30)
         std::vector<uint64_t> hist_t((size_t)T * AT, 0);
         std::vector<uint16_t> max_sym((size_t)T, 0);
-        std::vector<uint32_t> hist_scratch(z < alphabet ? 0 : (size_t)T * 4 * A);  // none inside parallel regions
+        std::vector<uint32_t> hist_scratch((size_t)T * 4 * A);  // none inside parallel regions
 #pragma omp parallel num_threads(T)
         {
             const int t = omp_get_thread_num();
@@ -428,26 +519,11 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
             for (uint64_t i = i0; i < i1; ++i) mx = symbols[i] > mx ? symbols[i] : mx;
             max_sym[(size_t)t] = mx;
             uint64_t *ht = &hist_t[(size_t)t * AT];
+            uint32_t *const h = &hist_scratch[(size_t)t * 4 * A];
             if (mx < alphabet && z < alphabet) {
-                for (uint64_t j = jb[(size_t)t]; j < jb[(size_t)t + 1]; ++j)
-                    tokenize(symbols + j * S, std::min(S, n - j * S), alphabet, z,
-                             [&](uint32_t v, int, uint32_t) { ++ht[v]; });
+                ratio_token_counts(symbols, i0, i1, lg, alphabet, z, h, ht);
             } else if (mx < alphabet) {
-                uint32_t *const h = &hist_scratch[(size_t)t * 4 * A];
-                for (uint64_t c0 = i0; c0 < i1; c0 += 1ull << 30) {
-                    const uint64_t c1 = std::min<uint64_t>(i1, c0 + (1ull << 30));
-                    std::fill(h, h + 4 * A, 0u);
-                    uint32_t *h0 = h, *h1 = h0 + A, *h2 = h1 + A, *h3 = h2 + A;
-                    uint64_t i = c0;
-                    for (; i + 4 <= c1; i += 4) {
-                        ++h0[symbols[i]];
-                        ++h1[symbols[i + 1]];
-                        ++h2[symbols[i + 2]];
-                        ++h3[symbols[i + 3]];
-                    }
-                    for (; i < c1; ++i) ++h0[symbols[i]];
-                    for (size_t s = 0; s < A; ++s) ht[s] += (uint64_t)h0[s] + h1[s] + h2[s] + h3[s];
-                }
+                plain_histogram(symbols, i0, i1, alphabet, h, ht);
             }
         }
         for (int t = 0; t < T; ++t)
