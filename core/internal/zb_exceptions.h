@@ -10,6 +10,9 @@
 #include "zb_format.h"
 #include "zb_quant.h"
 #include "zb_scratch.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace zb {
 
@@ -49,8 +52,29 @@ constexpr uint64_t kExceptionChunk = uint64_t(1) << 16;
 
 // Edge bytes (bit k of byte b: exc[8b+k] != exc[8b+k-1]) of the mask bytes [b0, b1); returns the exceptions there.
 inline uint64_t exception_edges(const uint8_t *exc, uint64_t n, uint64_t b0, uint64_t b1, uint8_t *edge) {
-    uint64_t count = 0;
-    for (uint64_t b = b0; b < b1; ++b) {
+    uint64_t count = 0, b = b0;
+#if defined(__SSE2__)
+    // 64 mask bytes at a time: one bit per byte from SSE2 compares, the edges by a shift of the 64-bit mask, the
+    // count by a SWAR popcount (the baseline has no popcnt instruction).
+    if (b + 8 <= b1 && 8 * (b + 8) <= n) {
+        uint64_t carry = b ? (exc[8 * b - 1] != 0) : 0;   // the mask bit before the first
+        const __m128i zero = _mm_setzero_si128();
+        for (; b + 8 <= b1 && 8 * (b + 8) <= n; b += 8) {
+            uint64_t m = 0;
+            for (int k = 0; k < 4; ++k) {
+                const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(exc + 8 * b + 16 * k));
+                m |= (uint64_t)((uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) ^ 0xFFFFu) << (16 * k);
+            }
+            const uint64_t e = m ^ ((m << 1) | carry);
+            std::memcpy(edge + b, &e, 8);   // little-endian: byte j holds bits 8j .. 8j+7
+            carry = m >> 63;
+            uint64_t c = m - ((m >> 1) & 0x5555555555555555ull);
+            c = (c & 0x3333333333333333ull) + ((c >> 2) & 0x3333333333333333ull);
+            count += (((c + (c >> 4)) & 0x0F0F0F0F0F0F0F0Full) * 0x0101010101010101ull) >> 56;
+        }
+    }
+#endif
+    for (; b < b1; ++b) {
         const uint64_t i0 = b * 8;
         if (i0 + 8 <= n) {
             // Eight mask bytes (each 0 or 1) at once: bit k of the edge byte is exc[i0+k] ^ exc[i0+k-1]; the
