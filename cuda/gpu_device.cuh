@@ -78,6 +78,34 @@ __device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
     return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
 }
 
+// Transposes an 8x8 bit matrix held in a uint64 (byte r = row r): afterwards bit c of byte r is what was bit r of
+// byte c (the same transposition as the CPU's bitshuffle_tile and bitunshuffle_tile). It is its own inverse.
+__host__ __device__ __forceinline__ uint64_t transpose8x8(uint64_t x) {
+    uint64_t t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+// Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5), two codes per word of w: byte
+// p of the result (p < 16) is byte j of plane p, i.e. its bit k is bit p of code 8j+k. Two 8x8 bit transposes (low
+// and high code bytes), the inverse of decode.cuh's unshuffle8.
+__host__ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint64_t &planes_lo, uint64_t &planes_hi) {
+    uint64_t lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const uint32_t code = (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
+        lo |= (uint64_t)(code & 0xFFu) << (8 * k);
+        hi |= (uint64_t)(code >> 8) << (8 * k);
+    }
+    planes_lo = transpose8x8(lo);
+    planes_hi = transpose8x8(hi);
+}
+
 // Launch configuration for a flat grid of `threads` threads in blocks of `block`.
 inline unsigned grid_for(uint64_t threads, unsigned block) {
     const uint64_t g = (threads + block - 1) / block;

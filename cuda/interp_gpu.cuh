@@ -248,31 +248,6 @@ k_pass_encode(PassGeo g, CodeStyle cs, const T *__restrict__ x, T *rec, uint16_t
     if (!regular) atomicOr(&mwords[(uint64_t)idx >> 5], 1u << (idx & 31));
 }
 
-// Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5): byte p of the result (p < 16)
-// is byte j of plane p, i.e. its bit k is bit p of code 8j+k. Two 8x8 bit transposes (low and high code bytes), the
-// inverse of decode.cuh's unshuffle8. Host and device (the host checks it against core's bitshuffle_tile in tests).
-__host__ __device__ __forceinline__ uint64_t transpose8(uint64_t x) {
-    uint64_t t;
-    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x = x ^ t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x = x ^ t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x = x ^ t ^ (t << 28);
-    return x;
-}
-__host__ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint64_t &planes_lo, uint64_t &planes_hi) {
-    uint64_t lo = 0, hi = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-        const uint32_t code = (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
-        lo |= (uint64_t)(code & 0xFFu) << (8 * k);
-        hi |= (uint64_t)(code >> 8) << (8 * k);
-    }
-    planes_lo = transpose8(lo);
-    planes_hi = transpose8(hi);
-}
-
 // One block of 256 threads per tile of 2048 codes; thread j bitshuffles the codes 8j .. 8j+7 in registers (one
 // 16-byte load) and stores byte j of each of the 16 planes in shared memory; then each thread tests one 16-byte
 // block. Outputs the flags (segment 1 of the payload, 8 words per tile), the non-zero blocks at dense[tile * 256 +
