@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include "zb_transpose8.h"
 
 namespace zb {
 namespace gpu {
@@ -76,19 +77,6 @@ __device__ __forceinline__ uint32_t low_bits(int k) { return k >= 32 ? kFullMask
 __device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
     const uint64_t start = w * 32;
     return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
-}
-
-// Transposes an 8x8 bit matrix held in a uint64 (byte r = row r): afterwards bit c of byte r is what was bit r of
-// byte c (the same transposition as the CPU's bitshuffle_tile and bitunshuffle_tile). It is its own inverse.
-__host__ __device__ __forceinline__ uint64_t transpose8x8(uint64_t x) {
-    uint64_t t;
-    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x = x ^ t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x = x ^ t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x = x ^ t ^ (t << 28);
-    return x;
 }
 
 // Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5), two codes per word of w: byte

@@ -10,22 +10,10 @@
 #include <emmintrin.h>
 #endif
 #include "zb_cpu.h"
+#include "zb_transpose8.h"
 
 namespace zb {
 namespace {
-
-// Transposes an 8x8 bit matrix held in a uint64 (row r = byte r, column c = bit c): afterwards bit c of byte r
-// holds what was bit r of byte c. It is its own inverse.
-inline uint64_t transpose8x8(uint64_t x) {
-    uint64_t t;
-    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x = x ^ t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x = x ^ t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x = x ^ t ^ (t << 28);
-    return x;
-}
 
 constexpr int kPlaneBytes = (int)(kTileCodes / 8);  // 256
 
