@@ -15,7 +15,6 @@
 // an array. A Source has:
 //   struct Cursor;                                   per-thread state (e.g. the tile it decoded last)
 //   static constexpr uint64_t kUnit;                 the narrowest band worth having
-//   static constexpr double kSumCost;                the cost of summing a delta relative to decoding it
 //   template <class F> void pieces(Cursor &, uint64_t begin, uint64_t end, F f) const;
 //       calls f(const uint32_t *deltas, uint64_t index, uint64_t count) for consecutive pieces of [begin, end).
 //
@@ -137,9 +136,10 @@ struct Plan {
 };
 
 // bands: the largest divisor of nt whose bands hold at least `unit` values and (with several rows per layer) at
-// least a row; groups: the rest of the threads, at most one per layer. Groups other than the last also sum their
-// slab for the groups after them, so their slabs are shorter by 1 / (1 + sum_cost).
-inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint64_t unit, double sum_cost) {
+// least a row; groups: the rest of the threads, at most one per layer. Slabs are equal: every group waits for the
+// slab sums of the others before it decodes, so the last group (which sums nothing) gains nothing from a larger
+// slab (measured with slabs weighted by the sum cost: the last group finished 1.5x after the others).
+inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint64_t unit) {
     Plan p;
     const uint64_t lsize = rows * nx;
     uint64_t most = std::max<uint64_t>(1, lsize / unit);
@@ -147,10 +147,8 @@ inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint6
     for (int b = 1; b <= nt; ++b)
         if (nt % b == 0 && (uint64_t)b <= most) p.bands = b;
     p.groups = (int)std::min<uint64_t>((uint64_t)(nt / p.bands), layers);
-    const double w = 1.0 / (1.0 + sum_cost), total = w * (p.groups - 1) + 1.0;
     p.first.resize((size_t)p.groups + 1);
-    for (int g = 0; g <= p.groups; ++g)
-        p.first[(size_t)g] = g == p.groups ? layers : (uint64_t)((double)layers * (w * g) / total + 0.5);
+    for (int g = 0; g <= p.groups; ++g) p.first[(size_t)g] = layers * (uint64_t)g / (uint64_t)p.groups;
     return p;
 }
 
@@ -170,7 +168,7 @@ template <typename T, class Source>
 void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t layers, uint64_t rows, uint64_t nx,
                   int nt, double twoeb, T *out) {
     const uint64_t lsize = rows * nx;
-    Plan plan = make_plan(layers, rows, nx, nt, Source::kUnit, Source::kSumCost);
+    Plan plan = make_plan(layers, rows, nx, nt, Source::kUnit);
     const uint64_t slot = rows > 1 ? nx + 1 : 1;   // a hand-over: the column sums (several rows) and the row sum
     const uint64_t per_thread = (nx + kRing * slot + 15) / 16 * 16;   // whole cache lines: no false sharing
     // Layout: the slab sums of groups 0 .. G-2, the running sums of groups 0 .. G-1, then per thread its column

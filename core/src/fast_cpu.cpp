@@ -294,7 +294,6 @@ struct CodeTiles {
         alignas(64) uint32_t d[kTileCodes];
     };
     static constexpr uint64_t kUnit = kTileCodes;
-    static constexpr double kSumCost = 0.5;
 
     void decode(Cursor &c, uint64_t t) const {
         c.tile = t;
@@ -494,7 +493,6 @@ struct DeltaArray {
     const uint32_t *q;
     struct Cursor {};
     static constexpr uint64_t kUnit = 1024;
-    static constexpr double kSumCost = 0.5;
     template <class F> void pieces(Cursor &, uint64_t begin, uint64_t end, F f) const { f(q + begin, begin, end - begin); }
 };
 }  // namespace
