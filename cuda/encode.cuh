@@ -56,7 +56,27 @@ struct MaxOp {
     __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a > b ? a : b; }
 };
 
-template <typename T>
+// Four values of x from index i: one or two 16-byte loads where the caller knows x + i is 16-byte aligned and all four
+// exist, else element by element (zero past n).
+template <typename T, bool Aligned>
+__device__ __forceinline__ void load4(const T *__restrict__ x, uint64_t i, uint64_t n, T (&v)[4]) {
+    if (Aligned && i + 4 <= n) {
+        if constexpr (sizeof(T) == 4) {
+            const float4 f = *reinterpret_cast<const float4 *>(x + i);
+            v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+        } else {
+            const double2 a = reinterpret_cast<const double2 *>(x + i)[0], b = reinterpret_cast<const double2 *>(x + i)[1];
+            v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = i + k < n ? x[i + k] : (T)0;
+}
+
+// Min and max keys of the finite non-fill values: four consecutive values per thread and step (16-byte loads where x
+// is aligned: one value per step kept one load in flight per thread), a grid-stride loop over the array.
+template <typename T, bool Aligned>
 __global__ void __launch_bounds__(256)
 k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys) {
     using U = typename FloatBits<T>::U;
@@ -64,12 +84,17 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
     __shared__ typename Reduce::TempStorage tmp;
     unsigned long long lo = ~0ull, hi = 0ull;
     const U fill = (U)fill_bits;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const T v = x[i];
-        if (!isfinite(v) || (has_fill && bits_of(v) == fill)) continue;
-        const unsigned long long k = order_key((double)v);
-        lo = k < lo ? k : lo;
-        hi = k > hi ? k : hi;
+    const uint64_t stride = 4 * (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = 4 * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
+        T v[4];
+        load4<T, Aligned>(x, i, n, v);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (i + k >= n || !isfinite(v[k]) || (has_fill && bits_of(v[k]) == fill)) continue;
+            const unsigned long long key = order_key((double)v[k]);
+            lo = key < lo ? key : lo;
+            hi = key > hi ? key : hi;
+        }
     }
     lo = Reduce(tmp).Reduce(lo, MinOp());
     __syncthreads();
@@ -82,22 +107,50 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
 
 // ---- quantization ------------------------------------------------------------------------------------------------
 
-// q for every value (0 for an exception) and the exception mask M, one ballot per 32 consecutive values. Each
-// value is quantized exactly once; the Lorenzo kernels then work on integers only. The grid covers whole tiles so
-// that every mask word, padding included, is written.
-template <typename T>
+// Bits 0..7 of b at bits 0, 4, 8, .., 28.
+__device__ __forceinline__ uint32_t spread_by_4(uint32_t b) {
+    b = (b | (b << 12)) & 0x000F000Fu;
+    b = (b | (b << 6)) & 0x03030303u;
+    return (b | (b << 3)) & 0x11111111u;
+}
+
+// q for every value (0 for an exception) and the exception mask M (bit j of word w: value 32w + j). Each value is
+// quantized exactly once; the Lorenzo kernels then work on integers only. Four consecutive values per thread, with
+// 16-byte loads and stores (one value per thread left the kernel at half the machine's copy bandwidth); a warp's 128
+// values make four mask words, assembled from four ballots. The grid covers whole tiles so that every mask word,
+// padding included, is written.
+template <typename T, bool Aligned>
 __global__ void __launch_bounds__(256)
 k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, uint32_t *__restrict__ q,
            uint32_t *__restrict__ mwords) {
-    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    bool exc = false;
-    if (i < n) {
-        int32_t qi;
-        exc = !quantize<T>(x[i], qp, qi);
-        q[i] = (uint32_t)qi;
+    const uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, i = 4 * thread;
+    T v[4];
+    load4<T, Aligned>(x, i, n, v);
+    int32_t qi[4];
+    uint32_t exc = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const bool regular = quantize<T>(v[k], qp, qi[k]);
+        if (i + k < n && !regular) exc |= 1u << k;
     }
-    const uint32_t mw = __ballot_sync(kFullMask, exc);
-    if ((threadIdx.x & 31) == 0) mwords[i >> 5] = mw;
+    if (i + 4 <= n) {
+        *reinterpret_cast<uint4 *>(q + i) = make_uint4((uint32_t)qi[0], (uint32_t)qi[1], (uint32_t)qi[2], (uint32_t)qi[3]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+            if (i + k < n) q[i + k] = (uint32_t)qi[k];
+    }
+    // Ballot k has bit l = exception of value 4l + k of the warp; word w takes bits 8w .. 8w+7 of each.
+    uint32_t b[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) b[k] = __ballot_sync(kFullMask, (exc >> k) & 1u);
+    const int lane = threadIdx.x & 31;
+    if (lane < 4) {
+        uint32_t word = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) word |= spread_by_4((b[k] >> (8 * lane)) & 0xFFu) << k;
+        mwords[(thread - (uint64_t)lane) / 8 + (uint64_t)lane] = word;
+    }
 }
 
 // ---- prediction --------------------------------------------------------------------------------------------------
@@ -493,9 +546,10 @@ bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsign
                   KernelTimer &timer, double &vmin, double &vmax) {
     ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8, s));
     ZB_CUDA(cudaMemsetAsync(scratch + 1, 0, 8, s));
-    const unsigned grid = (unsigned)std::min<uint64_t>((n + 255) / 256, (uint64_t)c.sm_count * 8);
+    const unsigned grid = (unsigned)std::min<uint64_t>((n + 1023) / 1024, (uint64_t)c.sm_count * 8);
     timer.begin("range");
-    k_range<T><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
+    if (reinterpret_cast<uintptr_t>(x) % 16 == 0) k_range<T, true><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
+    else k_range<T, false><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
     ZB_LAUNCHED("k_range");
     timer.end();
     const unsigned long long *keys = fetch_totals(c, scratch, 2, s);
@@ -664,7 +718,9 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 2. codes, flags, masks and per-tile counts
     timer.begin("quantize");
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
-    k_quantize<T><<<(unsigned)(ntiles * (kTileCodes / 256)), 256, 0, s>>>(x, n, qp, b.q, b.mwords);
+    const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
+    if (reinterpret_cast<uintptr_t>(x) % 16 == 0) k_quantize<T, true><<<qblocks, 256, 0, s>>>(x, n, qp, b.q, b.mwords);
+    else k_quantize<T, false><<<qblocks, 256, 0, s>>>(x, n, qp, b.q, b.mwords);
     ZB_LAUNCHED("k_quantize");
     timer.end();
     timer.begin("encode");
