@@ -2,6 +2,7 @@
 // kept. The fields below differ in which predictor suits them by a factor of 2 or more (measured with explicit
 // choices in the test itself), so a sample-based choice must find the better one.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cmath>
 #include "test_util.h"
 
@@ -103,6 +104,38 @@ TEST(Auto, ExplicitChoicesAreKept) {
         ASSERT_EQ(s.status, ZB_OK);
         EXPECT_EQ(info_of(s.bytes).predictor, pred);
         EXPECT_EQ(info_of(s.bytes).encoder, ZB_ENC_FAST);
+    }
+}
+
+// With a REL bound the choice computes the array's value range and hands it to the compressor (which then does not
+// read the array for it again): the stream of an auto call equals that of the same pipeline named explicitly (which
+// computes the range itself), and its absolute bound is rel x (max - min) over the finite non-fill values.
+TEST(Auto, RelRangeFromTheChoiceGivesTheSameStream) {
+    const std::vector<size_t> dims{120, 90, 40};
+    std::vector<float> data = zbt::smooth_field<float>(dims, 0.02, 9, 50.0);
+    data[7] = NAN;
+    data[11] = -9999.0f;   // the fill value: outside the range
+    data[100] = 1e30f;     // an extreme but finite value: inside it
+    double lo = INFINITY, hi = -INFINITY;
+    for (float v : data)
+        if (std::isfinite(v) && v != -9999.0f) lo = std::min(lo, (double)v), hi = std::max(hi, (double)v);
+    for (zb_encoder enc : {ZB_ENC_AUTO, ZB_ENC_FAST, ZB_ENC_RATIO}) {
+        zb_params p = zb_params_default();
+        p.mode = ZB_MODE_REL;
+        p.bound = 1e-3;
+        p.encoder = enc;
+        p.backend = ZB_BACKEND_CPU;
+        p.has_fill = 1;
+        p.fill_bits = zbt::bits(-9999.0f);
+        const auto chosen = zbt::compress(data, dims, p);
+        ASSERT_EQ(chosen.status, ZB_OK);
+        const zb_stream_info info = info_of(chosen.bytes);
+        EXPECT_EQ(info.abs_bound, 1e-3 * (hi - lo)) << "encoder " << enc;
+        p.predictor = info.predictor;
+        p.encoder = info.encoder;
+        const auto named = zbt::compress(data, dims, p);
+        ASSERT_EQ(named.status, ZB_OK);
+        EXPECT_TRUE(named.bytes == chosen.bytes) << "encoder " << enc;
     }
 }
 

@@ -162,7 +162,8 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
     // write the same bytes (DESIGN invariant 4). The GPU runs every pipeline; the one chosen here (predictor and
     // encoder auto included) is passed to it explicitly, so both backends write it.
     uint8_t pred, enc;
-    zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc);
+    zb::ValueRange range;   // the array's value range, when the choice computes it (REL bounds)
+    zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc, &range);
     const bool v1 = zb::is_v1_pipeline(pred, enc);
     zb_params gp = *params;
     gp.predictor = pred == zb::kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
@@ -173,9 +174,9 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
         }, settled))
         return settled;
     uint8_t *out = static_cast<uint8_t *>(dst);
-    const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg)
+    const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg, &range)
                            : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
-                                                 dst_len, nt, msg);
+                                                 dst_len, nt, msg, true, &range);
     if (s != ZB_OK) return set_error(s, msg);
     const double dt = now_seconds() - t0;
     fill_stats(stats, ZB_BACKEND_CPU, dt, dt, in_bytes, *dst_len);

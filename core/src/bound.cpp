@@ -88,4 +88,12 @@ bool value_range(zb_dtype dtype, const void *src, uint64_t n, int has_fill, uint
     return range_of(static_cast<const float *>(src), n, has_fill, fill_bits, threads, vmin, vmax);
 }
 
+bool value_range_once(const ValueRange *known, zb_dtype dtype, const void *src, uint64_t n, int has_fill,
+                      uint64_t fill_bits, int threads, double &vmin, double &vmax) {
+    if (!known || !known->computed) return value_range(dtype, src, n, has_fill, fill_bits, threads, vmin, vmax);
+    vmin = known->vmin;
+    vmax = known->vmax;
+    return known->has;
+}
+
 }  // namespace zb

@@ -171,7 +171,7 @@ thread_local EncoderScratch t_enc;
 
 template <typename T>
 zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *dst, size_t cap, size_t *out_len,
-                     int nt, std::string &msg) {
+                     int nt, std::string &msg, const ValueRange *known_range) {
     const uint64_t n = s.n;
     Header h;
     h.dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
@@ -180,7 +180,7 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     h.bound = p.bound;
     double vmin = 0, vmax = 0;
     const bool has_range = p.mode == ZB_MODE_REL &&
-                           value_range(h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
+                           value_range_once(known_range, h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
 
@@ -507,10 +507,10 @@ template void lorenzo_inverse_dequantize<float>(uint32_t *, const Shape &, int, 
 template void lorenzo_inverse_dequantize<double>(uint32_t *, const Shape &, int, double, double *);
 
 zb_status cpu_compress(const zb_params &p, zb_dtype dtype, const void *src, const Shape &shape, uint8_t *dst,
-                       size_t dst_capacity, size_t *dst_len, int threads, std::string &msg) {
+                       size_t dst_capacity, size_t *dst_len, int threads, std::string &msg, const ValueRange *range) {
     if (dtype == ZB_F64)
-        return compress_t(p, static_cast<const double *>(src), shape, dst, dst_capacity, dst_len, threads, msg);
-    return compress_t(p, static_cast<const float *>(src), shape, dst, dst_capacity, dst_len, threads, msg);
+        return compress_t(p, static_cast<const double *>(src), shape, dst, dst_capacity, dst_len, threads, msg, range);
+    return compress_t(p, static_cast<const float *>(src), shape, dst, dst_capacity, dst_len, threads, msg, range);
 }
 
 zb_status cpu_decompress(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg) {

@@ -14,7 +14,8 @@ uint64_t sample_target(const Shape &s) {
 }
 
 template <typename T>
-void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt, uint8_t &pred, uint8_t &enc) {
+void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt, uint8_t &pred, uint8_t &enc,
+            ValueRange *range) {
     resolve_pipeline(p, pred, enc);  // explicit choices and the defaults
     std::vector<uint8_t> preds, encs;
     if (p.predictor == ZB_PRED_AUTO && !v1_only) preds = {kPredLorenzo, kPredInterp};
@@ -29,6 +30,7 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
     double vmin = 0, vmax = 0;   // the whole array's range, needed only to derive a REL bound
     const bool has_range = p.mode != ZB_MODE_ABS && value_range(dtype, x, s.n, p.has_fill, p.fill_bits, nt, vmin, vmax);
+    if (range && p.mode != ZB_MODE_ABS) *range = ValueRange{true, has_range, vmin, vmax};
     zb_params sp = p;
     sp.mode = ZB_MODE_ABS;
     sp.bound = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
@@ -68,9 +70,9 @@ void choose_pipeline_points(const Shape &s, std::vector<uint64_t> &idx) {
 }
 
 void choose_pipeline(const zb_params &p, zb_dtype dtype, const void *src, const Shape &s, bool v1_only, int nt,
-                     uint8_t &pred, uint8_t &enc) {
-    if (dtype == ZB_F64) choose(p, static_cast<const double *>(src), s, v1_only, nt, pred, enc);
-    else choose(p, static_cast<const float *>(src), s, v1_only, nt, pred, enc);
+                     uint8_t &pred, uint8_t &enc, ValueRange *range) {
+    if (dtype == ZB_F64) choose(p, static_cast<const double *>(src), s, v1_only, nt, pred, enc, range);
+    else choose(p, static_cast<const float *>(src), s, v1_only, nt, pred, enc, range);
 }
 
 }  // namespace zb

@@ -215,7 +215,8 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std
 
 template <typename T>
 zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, const T *x, const Shape &s,
-                     uint8_t *dst, size_t cap, size_t *out_len, int nt, bool tune_alpha, std::string &msg) {
+                     uint8_t *dst, size_t cap, size_t *out_len, int nt, bool tune_alpha, std::string &msg,
+                     const ValueRange *known_range) {
     struct TrimOnExit { ~TrimOnExit() { t_v2.trim(); } } trim_on_exit;
     const uint64_t n = s.n;
     Header h;
@@ -227,7 +228,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     h.predictor = predictor;
     h.encoder = encoder;
     double vmin = 0, vmax = 0;
-    const bool has_range = value_range(h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
+    const bool has_range = value_range_once(known_range, h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
 
@@ -379,12 +380,12 @@ void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int nt, u
 
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg,
-                          bool tune_alpha) {
+                          bool tune_alpha, const ValueRange *range) {
     if (dtype == ZB_F64)
         return compress_t(p, predictor, encoder, static_cast<const double *>(src), shape, dst, cap, len, nt,
-                          tune_alpha, msg);
+                          tune_alpha, msg, range);
     return compress_t(p, predictor, encoder, static_cast<const float *>(src), shape, dst, cap, len, nt, tune_alpha,
-                      msg);
+                      msg, range);
 }
 
 zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int nt, std::string &msg) {
