@@ -250,13 +250,9 @@ zb_status corrupt(std::string &msg, const char *why) {
 
 // Scratch memory of the decoder, one set per calling thread.
 struct DecoderScratch {
-    ScratchArray<uint16_t> codes;
-    ScratchArray<uint32_t> q;
     ScratchArray<uint64_t> esc_start;
     ScratchArray<uint64_t> block_start;
     void trim() {
-        codes.trim(kScratchKeepBytes);
-        q.trim(kScratchKeepBytes);
         esc_start.trim(kScratchKeepBytes);
         block_start.trim(kScratchKeepBytes);
     }
@@ -264,17 +260,61 @@ struct DecoderScratch {
 thread_local DecoderScratch t_dec;
 
 // The decoder's per-value loops, compiled for each vector level (zb_simd.h).
-ZB_ALWAYS_INLINE uint64_t count_escape_codes(const uint16_t *c, uint64_t valid) {
-    uint64_t esc = 0;
-    for (uint64_t j = 0; j < valid; ++j) esc += c[j] == kEscapeCode;
-    return esc;
-}
-ZB_SIMD_CLONES(count_escape_codes)
 
 ZB_ALWAYS_INLINE void codes_to_deltas(const uint16_t *__restrict c, uint32_t *__restrict q, uint64_t valid) {
     for (uint64_t j = 0; j < valid; ++j) q[j] = (uint32_t)code_to_delta(c[j]);
 }
 ZB_SIMD_CLONES(codes_to_deltas)
+
+// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized).
+template <typename T>
+ZB_ALWAYS_INLINE uint32_t scan_dequantize(const uint32_t *__restrict d, uint64_t n, uint32_t carry,
+                                          T *__restrict out, double twoeb) {
+    constexpr uint64_t kChunk = 1024;
+    uint32_t buf[kChunk];
+    for (uint64_t c0 = 0; c0 < n; c0 += kChunk) {
+        const uint64_t m = std::min(kChunk, n - c0);
+        for (uint64_t i = 0; i < m; ++i) buf[i] = carry += d[c0 + i];
+        for (uint64_t i = 0; i < m; ++i) out[c0 + i] = dequantize<T>((int32_t)buf[i], twoeb);
+    }
+    return carry;
+}
+ZB_SIMD_CLONES(scan_dequantize)
+
+// The sum of n values (mod 2^32).
+ZB_ALWAYS_INLINE uint32_t sum_span(const uint32_t *__restrict d, uint64_t n) {
+    uint32_t s = 0;
+    for (uint64_t i = 0; i < n; ++i) s += d[i];
+    return s;
+}
+ZB_SIMD_CLONES(sum_span)
+
+// Rank 1: each thread decodes a contiguous slab; with several threads it first sums its slab's deltas (the carry of
+// a slab is the sum of the slabs before it). Deltas from a source as in zb_lorenzo_grid.h.
+template <typename T, class Source>
+void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
+    std::vector<uint32_t> sums((size_t)nt);
+    const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
+    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double);
+    const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
+#pragma omp parallel num_threads(nt)
+    {
+        const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
+        const uint64_t i0 = n * t / nth, i1 = n * (t + 1) / nth;
+        typename Source::Cursor &cur = cursors[t];
+        uint32_t carry = 0;
+        if (nth > 1) {
+            uint32_t s = 0;
+            src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t, uint64_t count) { s += sum(d, count); });
+            sums[t] = s;
+#pragma omp barrier
+            for (uint64_t k = 0; k < t; ++k) carry += sums[k];
+        }
+        src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
+            carry = scan(d, count, carry, out + i, twoeb);
+        });
+    }
+}
 
 // The fast stream's code tiles as a delta source of the Lorenzo grid (zb_lorenzo_grid.h): each thread expands the
 // tiles its bands and slabs touch, one at a time, unshuffles them and turns the codes into deltas (escapes patched
@@ -328,10 +368,10 @@ struct CodeTiles {
     }
 };
 
-// Rank 2 and 3: the tiles' blocks and escapes located (one pass over the flags, and over the expanded tiles when
-// there are escapes), then the grid decodes straight from the tiles.
+// The tiles' blocks and escapes located (one pass over the flags, and over the expanded tiles when there are
+// escapes), then the slabs (rank 1) or the grid (ranks 2 and 3) decode straight from the tiles.
 template <typename T>
-zb_status decode_tiles_grid(const Header &h, const uint8_t *payload, T *out, int nt, std::string &msg) {
+zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, std::string &msg) {
     const uint64_t n = h.shape.n, ntiles = code_tiles(n);
     const uint8_t *flags = payload + h.seg[kSegCodeFlags].offset;
     const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
@@ -363,56 +403,10 @@ zb_status decode_tiles_grid(const Header &h, const uint8_t *payload, T *out, int
     std::vector<CodeTiles::Cursor> cursors((size_t)nt);
     const Shape &s = h.shape;
     const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
-    grid::lorenzo_grid(src, cursors.data(), layers, rows, s.nx(), nt, 2.0 * h.eb, out);
+    if (s.rank == 1) lorenzo_slabs_1d(src, cursors.data(), n, nt, 2.0 * h.eb, out);
+    else grid::lorenzo_grid(src, cursors.data(), layers, rows, s.nx(), nt, 2.0 * h.eb, out);
     for (const CodeTiles::Cursor &c : cursors)
         if (c.bad) return corrupt(msg, "code tiles do not match their padding or the escape list");
-    return ZB_OK;
-}
-
-// Rank 1: the codes of all tiles, then the deltas (escapes patched in order), then the prefix sum.
-template <typename T>
-zb_status decode_codes_1d(const Header &h, const uint8_t *payload, T *out, int nt, std::string &msg) {
-    const uint64_t n = h.shape.n, ntiles = code_tiles(n);
-    uint16_t *codes = t_dec.codes.get((size_t)(ntiles * kTileCodes));
-    if (!fast_decode_codes(payload + h.seg[kSegCodeFlags].offset, payload + h.seg[kSegCodeBlocks].offset,
-                           h.nonzero_code_blocks, n, codes, nt))
-        return corrupt(msg, "code blocks do not match their flags");
-    // Escapes per tile, then where each tile's escapes start.
-    uint64_t *esc_start = t_dec.esc_start.get((size_t)ntiles + 1);
-    esc_start[0] = 0;
-    const auto count_escapes = ZB_SIMD_PICK(uint64_t (*)(const uint16_t *, uint64_t), count_escape_codes);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
-        esc_start[(size_t)t + 1] = count_escapes(codes + (size_t)t * kTileCodes, valid);
-    }
-    for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
-    if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
-
-    uint32_t *q = t_dec.q.get((size_t)n);
-    const uint8_t *esc_bytes = payload + h.seg[kSegEscapes].offset;
-    const auto to_deltas = ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint64_t base = (uint64_t)t * kTileCodes;
-        const uint64_t valid = std::min<uint64_t>(kTileCodes, n - base);
-        uint64_t e = esc_start[(size_t)t];
-        if (e == esc_start[(size_t)t + 1]) {   // no escape in this tile (the common case): a loop that vectorizes
-            to_deltas(codes + base, q + base, valid);
-            continue;
-        }
-        for (uint64_t j = 0; j < valid; ++j) {
-            const uint16_t c = codes[base + j];
-            int32_t d;
-            if (c == kEscapeCode) {
-                std::memcpy(&d, esc_bytes + 4 * e++, 4);
-            } else {
-                d = code_to_delta(c);
-            }
-            q[base + j] = (uint32_t)d;
-        }
-    }
-    lorenzo_inverse_dequantize(q, h.shape, nt, 2.0 * h.eb, out);
     return ZB_OK;
 }
 
@@ -425,8 +419,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         return ZB_OK;
     }
     struct TrimOnExit { ~TrimOnExit() { t_dec.trim(); } } trim_on_exit;
-    const zb_status st = h.shape.rank == 1 ? decode_codes_1d(h, payload, out, nt, msg)
-                                           : decode_tiles_grid(h, payload, out, nt, msg);
+    const zb_status st = decode_tiles(h, payload, out, nt, msg);
     if (st != ZB_OK) return st;
     if (h.exceptions) {
         ByteSpan ex[kExceptionSegmentCount];
@@ -439,55 +432,8 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 
 }  // namespace
 
-namespace {
-
-// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized).
-template <typename T>
-ZB_ALWAYS_INLINE uint32_t scan_dequantize(const uint32_t *__restrict d, uint64_t n, uint32_t carry,
-                                          T *__restrict out, double twoeb) {
-    constexpr uint64_t kChunk = 1024;
-    uint32_t buf[kChunk];
-    for (uint64_t c0 = 0; c0 < n; c0 += kChunk) {
-        const uint64_t m = std::min(kChunk, n - c0);
-        for (uint64_t i = 0; i < m; ++i) buf[i] = carry += d[c0 + i];
-        for (uint64_t i = 0; i < m; ++i) out[c0 + i] = dequantize<T>((int32_t)buf[i], twoeb);
-    }
-    return carry;
-}
-ZB_SIMD_CLONES(scan_dequantize)
-
-// The sum of n values (mod 2^32).
-ZB_ALWAYS_INLINE uint32_t sum_span(const uint32_t *__restrict d, uint64_t n) {
-    uint32_t s = 0;
-    for (uint64_t i = 0; i < n; ++i) s += d[i];
-    return s;
-}
-ZB_SIMD_CLONES(sum_span)
-
-// Rank 1: the slab decoder with layers of one value, each thread's slab being a contiguous range.
-template <typename T> void lorenzo_slabs_1d(const uint32_t *q, uint64_t n, int nt, double twoeb, T *out) {
-    std::vector<uint32_t> sums((size_t)nt);
-    const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
-    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double);
-    const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
-#pragma omp parallel num_threads(nt)
-    {
-        const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
-        const uint64_t i0 = n * t / nth, i1 = n * (t + 1) / nth;
-        uint32_t carry = 0;
-        if (nth > 1) {
-            sums[t] = sum(q + i0, i1 - i0);
-#pragma omp barrier
-            for (uint64_t k = 0; k < t; ++k) carry += sums[k];
-        }
-        scan(q + i0, i1 - i0, carry, out + i0, twoeb);
-    }
-}
-
-}  // namespace
-
 // The N-D prefix sum of the deltas q, dequantized into out: rank 1 by slabs of the row, ranks 2 and 3 on the grid
-// of zb_lorenzo_grid.h reading q (which stays as it is).
+// of zb_lorenzo_grid.h, both reading q (which stays as it is).
 namespace {
 struct DeltaArray {
     const uint32_t *q;
@@ -498,8 +444,8 @@ struct DeltaArray {
 }  // namespace
 
 template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &s, int nt, double twoeb, T *out) {
-    if (s.rank == 1) return lorenzo_slabs_1d(q, s.n, nt, twoeb, out);
     std::vector<DeltaArray::Cursor> cursors((size_t)nt);
+    if (s.rank == 1) return lorenzo_slabs_1d(DeltaArray{q}, cursors.data(), s.n, nt, twoeb, out);
     const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
     grid::lorenzo_grid(DeltaArray{q}, cursors.data(), layers, rows, s.nx(), nt, twoeb, out);
 }
