@@ -124,12 +124,19 @@ ZB_ALWAYS_INLINE void walk_row(const Pass &p, const int64_t d[3], int64_t s, con
     for (int64_t ix = hi; ix < n; ++ix) edge_point(ix);
 }
 
+// What the encoder's and decoder's passes share: the pass, the array's dims, the stride and the spline variant.
+struct PassGeometry {
+    const Pass *p;
+    const int64_t *d;
+    int64_t s;
+    bool natural;
+};
+
 // walk_row with the spline variant chosen at run time.
 template <typename T, typename Body>
-ZB_ALWAYS_INLINE void walk_row(bool natural, const Pass &p, const int64_t d[3], int64_t s, const T *rec, int64_t z,
-                               int64_t y, const Row &row, Body &body) {
-    if (natural) walk_row<true>(p, d, s, rec, z, y, row, body);
-    else walk_row<false>(p, d, s, rec, z, y, row, body);
+ZB_ALWAYS_INLINE void walk_row(const PassGeometry &g, const T *rec, int64_t z, int64_t y, const Row &row, Body &body) {
+    if (g.natural) walk_row<true>(*g.p, g.d, g.s, rec, z, y, row, body);
+    else walk_row<false>(*g.p, g.d, g.s, rec, z, y, row, body);
 }
 
 // What quantize_residual needs besides the value and its prediction.
@@ -144,10 +151,7 @@ struct ResidualParams {
 // One pass of the encoder: predictions from recon (the reconstructed values of earlier passes), then for each point
 // quantize_residual against x: its code, exception byte (exc, 1 = exception) and reconstruction (recon).
 template <typename T> struct EncodePass {
-    const Pass *p;
-    const int64_t *d;
-    int64_t s;
-    bool natural;
+    PassGeometry g;
     const T *x;
     T *recon;
     uint8_t *exc;
@@ -157,10 +161,7 @@ template <typename T> struct EncodePass {
 // One pass of the decoder: predictions from out, then the values of the regular points (mask[i] = 1 marks the
 // exceptions, whose values decode_exceptions already wrote).
 template <typename T> struct DecodePass {
-    const Pass *p;
-    const int64_t *d;
-    int64_t s;
-    bool natural;
+    PassGeometry g;
     T *out;
     const uint8_t *mask;
     double twoe;

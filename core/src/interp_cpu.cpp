@@ -80,7 +80,7 @@ template <typename T>
 void encode_row_base(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *__restrict codes,
                      int64_t code_step, double *__restrict pred) {
     auto body = sink_row<true>([pred](int64_t ix, double v) { pred[ix] = v; });
-    walk_row(ep.natural, *ep.p, ep.d, ep.s, ep.recon, z, y, row, body);
+    walk_row(ep.g, ep.recon, z, y, row, body);
     const ResidualParams rp = ep.rp;
     const T *__restrict x = ep.x;
     uint8_t *__restrict exc = ep.exc;
@@ -106,7 +106,7 @@ void decode_row_base(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &r
         const int64_t idx = row.first + ix * row.dx;
         if (!dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, codes[ix * code_step], dp.twoe);
     });
-    walk_row(dp.natural, *dp.p, dp.d, dp.s, dp.out, z, y, row, body);
+    walk_row(dp.g, dp.out, z, y, row, body);
 }
 
 // How many of codes[0 .. count) lie outside (-radius, radius): a count without branches, which vectorizes (one
@@ -304,7 +304,7 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
         const ResidualParams rp{twoe, twoe > 0 ? 1.0 / twoe : 0.0, eb, radius, has_fill, fill_bits};
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
-            const EncodePass<T> ep{&p, d, st, ip.natural[p.dim] != 0, x, recon, exc, rp};
+            const EncodePass<T> ep{{&p, d, st, ip.natural[p.dim] != 0}, x, recon, exc, rp};
             for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *scratch) {
                 encode_row(ep, z, y, row, pos.codes(codes, row), pos.code_step(row), scratch);
             });
@@ -378,7 +378,7 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
         const double twoe = 2.0 * ip.level_eb[l];
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
-            const DecodePass<T> dp{&p, d, st, ip.natural[p.dim] != 0, out, mask, twoe};
+            const DecodePass<T> dp{{&p, d, st, ip.natural[p.dim] != 0}, out, mask, twoe};
             for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, double *scratch) {
                 decode_row(dp, z, y, row, pos.codes(codes, row), pos.code_step(row), scratch);
             });

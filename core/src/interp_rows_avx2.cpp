@@ -226,7 +226,7 @@ template <typename T> class EncodeRow : public RowBody<EncodeRow<T>, int32_t> {
 
 public:
     EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step, double *pred)
-        : Base(*ep.p, row, codes, code_step, pred), x_(ep.x), recon_(ep.recon), exc_(ep.exc), rp_(ep.rp) {}
+        : Base(*ep.g.p, row, codes, code_step, pred), x_(ep.x), recon_(ep.recon), exc_(ep.exc), rp_(ep.rp) {}
 
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
@@ -295,7 +295,7 @@ template <typename T> class DecodeRow : public RowBody<DecodeRow<T>, const int32
 
 public:
     DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step, double *pred)
-        : Base(*dp.p, row, codes, code_step, pred), out_(dp.out), mask_(dp.mask), twoe_(dp.twoe) {}
+        : Base(*dp.g.p, row, codes, code_step, pred), out_(dp.out), mask_(dp.mask), twoe_(dp.twoe) {}
 
     void point(int64_t ix, double pred) {
         const int64_t idx = first_ + ix * dx_;
@@ -342,13 +342,13 @@ template <typename T>
 ZB_TARGET_AVX2 void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *codes,
                                     int64_t code_step, double *scratch) {
     EncodeRow<T> body(ep, row, codes, code_step, scratch);
-    walk_row(ep.natural, *ep.p, ep.d, ep.s, ep.recon, z, y, row, body);
+    walk_row(ep.g, ep.recon, z, y, row, body);
 }
 template <typename T>
 ZB_TARGET_AVX2 void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row,
                                     const int32_t *codes, int64_t code_step, double *scratch) {
     DecodeRow<T> body(dp, row, codes, code_step, scratch);
-    walk_row(dp.natural, *dp.p, dp.d, dp.s, dp.out, z, y, row, body);
+    walk_row(dp.g, dp.out, z, y, row, body);
 }
 template void encode_row_avx2<float>(const EncodePass<float> &, int64_t, int64_t, const Row &, int32_t *, int64_t,
                                      double *);
