@@ -95,6 +95,9 @@ uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, st
 // checked). False when flags, block count or padding are inconsistent.
 bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
                        int nt);
+// Where each of ntiles tiles' stored blocks start (start: ntiles + 1 entries, an exclusive prefix sum of the flag
+// bits); returns the total, start[ntiles].
+uint64_t tile_block_starts(const uint8_t *flags, uint64_t ntiles, int nt, uint64_t *start);
 // One shuffled tile (kTileBytes) from its kTileFlagBytes flag bytes and its stored blocks (src: the first of them).
 void expand_tile(const uint8_t *flags, const uint8_t *src, uint8_t *tile);
 // The number of escape codes (kEscapeCode) among the codes of a shuffled tile, read from its bit planes.

@@ -377,17 +377,9 @@ zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, 
     const uint8_t *blocks = payload + h.seg[kSegCodeBlocks].offset;
     uint64_t *block_start = t_dec.block_start.get((size_t)ntiles + 1);
     uint64_t *esc_start = h.escapes ? t_dec.esc_start.get((size_t)ntiles + 1) : nullptr;
-    block_start[0] = 0;
     if (esc_start) esc_start[0] = 0;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint8_t *f = flags + (uint64_t)t * kTileFlagBytes;
-        uint64_t c = 0;
-        for (uint64_t b = 0; b < kTileFlagBytes; ++b) c += (uint64_t)__builtin_popcount(f[b]);
-        block_start[(size_t)t + 1] = c;
-    }
-    for (uint64_t t = 0; t < ntiles; ++t) block_start[t + 1] += block_start[t];
-    if (block_start[ntiles] != h.nonzero_code_blocks) return corrupt(msg, "code blocks do not match their flags");
+    if (tile_block_starts(flags, ntiles, nt, block_start) != h.nonzero_code_blocks)
+        return corrupt(msg, "code blocks do not match their flags");
     if (esc_start) {
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t t = 0; t < (int64_t)ntiles; ++t) {

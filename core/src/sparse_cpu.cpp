@@ -254,10 +254,8 @@ uint64_t tile_escape_count(const uint8_t *tile) {
     return count;
 }
 
-bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
-                       int nt) {
-    const uint64_t ntiles = code_tiles(n);
-    std::vector<uint64_t> start((size_t)ntiles + 1, 0);
+uint64_t tile_block_starts(const uint8_t *flags, uint64_t ntiles, int nt, uint64_t *start) {
+    start[0] = 0;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
         uint64_t c = 0;
@@ -265,7 +263,14 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
         start[(size_t)t + 1] = c;
     }
     for (uint64_t t = 0; t < ntiles; ++t) start[t + 1] += start[t];
-    if (start[ntiles] != nblocks) return false;
+    return start[ntiles];
+}
+
+bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,
+                       int nt) {
+    const uint64_t ntiles = code_tiles(n);
+    std::vector<uint64_t> start((size_t)ntiles + 1);
+    if (tile_block_starts(flags, ntiles, nt, start.data()) != nblocks) return false;
     int bad_padding = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
