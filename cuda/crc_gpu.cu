@@ -109,5 +109,18 @@ void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t
     ZB_LAUNCHED("k_piece_crc");
 }
 
+HostCrcs::HostCrcs(Context &c, const uint32_t *d_crcs, uint64_t len, cudaStream_t s) : count_((size_t)piece_count(len)) {
+    if (!count_) return;
+    if (4 * count_ <= kHostSmallBytes - kHostCrcOffset) {
+        words_ = reinterpret_cast<const uint32_t *>(c.host_small + kHostCrcOffset);
+    } else {
+        spill_.resize(count_);
+        words_ = spill_.data();
+    }
+    ZB_CUDA(cudaMemcpyAsync(const_cast<uint32_t *>(words_), d_crcs, 4 * count_, cudaMemcpyDeviceToHost, s));
+}
+
+uint32_t HostCrcs::combined() const { return count_ ? crc32c(words_, 4 * count_) : 0u; }
+
 }  // namespace gpu
 }  // namespace zb

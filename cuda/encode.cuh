@@ -517,9 +517,7 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     timer.begin("crc");
     piece_crcs(c, d_payload, len, d_crcs, s);
     timer.end();
-    std::vector<uint32_t> crcs((size_t)piece_count(len));
-    if (!crcs.empty())
-        ZB_CUDA(cudaMemcpyAsync(crcs.data(), d_crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    const HostCrcs crcs(c, d_crcs, len, s);
     if (out.on_device) {
         if (len) ZB_CUDA(cudaMemcpyAsync(out.ptr + hb, d_payload, len, cudaMemcpyDeviceToDevice, s));
         ZB_CUDA(cudaStreamSynchronize(s));
@@ -527,10 +525,9 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
         download(c, out.ptr + hb, d_payload, len, s);  // synchronizes, so crcs is ready too
         ZB_CUDA(cudaStreamSynchronize(s));
     }
-    // CRC over the little-endian piece CRCs (the host is little-endian; zb_bytes.h checks).
-    h.payload_crc = crcs.empty() ? 0u : crc32c(crcs.data(), 4 * crcs.size());
+    h.payload_crc = crcs.combined();
     if (out.on_device) {
-        uint8_t *hdr = c.host_small;  // pinned, 4 KiB >= any header
+        uint8_t *hdr = c.host_small;  // pinned, kHostCrcOffset >= any header (the CRCs are read by now)
         write_header(h, hdr);
         ZB_CUDA(cudaMemcpyAsync(out.ptr, hdr, hb, cudaMemcpyHostToDevice, s));
         ZB_CUDA(cudaStreamSynchronize(s));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 #include "zb_format.h"
 #include "zb_quant.h"
 #include "zbound.h"
@@ -92,20 +93,24 @@ constexpr int kArenaPwRel = 3;       // the point-wise relative mode's buffers, 
 constexpr int kArenaPoints = 4;      // sample points gathered for the host-side tuning (host_points.cuh)
 constexpr int kArenaCount = 5;
 constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
+constexpr int kStagingSlots = 4;     // pinned staging slots per context (4 MiB each)
+constexpr size_t kHostSmallBytes = 64 << 10, kHostCrcOffset = 4096;
 
 struct Context {
     int device = -1;
     int sm_count = 0;
     cudaStream_t stream = nullptr;   // the context's own stream (host API, batches)
     Arena arena[kArenaCount];
-    // Two pinned staging buffers: the host copies into one while the DMA engine drains the other.
-    uint8_t *pinned[2] = {nullptr, nullptr};
-    cudaEvent_t pinned_done[2] = {nullptr, nullptr};
-    size_t pinned_bytes = 0;
+    // A ring of pinned staging slots (upload / download in gpu_context.cu): host threads copy a piece into one slot
+    // while the DMA engine drains the others. pinned_done[i] marks the end of the last DMA from or into slot i.
+    uint8_t *pinned[kStagingSlots] = {};
+    cudaEvent_t pinned_done[kStagingSlots] = {};
+    size_t pinned_bytes = 0;  // per slot
     cudaEvent_t timer[2 * kTimerEvents] = {};
     // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
-    // Small pinned scratch for device-to-host results (totals, error flags).
+    // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
+    // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
     uint8_t *host_small = nullptr;
 };
 
@@ -134,7 +139,9 @@ private:
 // True when a context can be leased (the first one was created). Never throws; `why` gets the reason when false.
 bool try_context(std::string *why);
 
-// Staged copies between pageable host memory and the device on `s` (both return when the copy is complete).
+// Staged copies between pageable host memory and the device on `s`, through the context's pinned slots with several
+// host threads. upload returns once the source has been read (the DMAs stay queued on `s`, before any later work);
+// download returns when the destination is complete.
 void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream_t s);
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
 
@@ -160,6 +167,22 @@ private:
 // CRC-32C of every 64 KiB piece of `payload` (device memory) into d_out[ceil(len / 64 KiB)].
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s);
 inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
+
+// The piece CRCs of a len-byte payload (d_crcs, device) on their way to the host: queued on `s` by the constructor,
+// readable after the next synchronization of `s`. They land in the context's pinned scratch when they fit (payloads
+// up to about 1 GiB; the driver stages a copy into pageable memory and blocks the host until it is done).
+class HostCrcs {
+public:
+    HostCrcs(Context &c, const uint32_t *d_crcs, uint64_t len, cudaStream_t s);
+    // CRC-32C over the little-endian piece CRCs: the stream's payload checksum (0 for an empty payload).
+    uint32_t combined() const;
+
+private:
+    const uint32_t *words_ = nullptr;
+    size_t count_ = 0;
+    std::vector<uint32_t> spill_;  // where they land when the scratch is too small
+};
+
 // Builds the device CRC tables (called once by the context).
 void init_crc_tables(Context &c);
 

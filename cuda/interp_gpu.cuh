@@ -902,13 +902,9 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     // ---- error word and piece CRCs back to the host; the values only once they are known to be good
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
     ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
-    std::vector<uint32_t> crcs(verify_crc ? (size_t)piece_count(len) : 0);
-    if (!crcs.empty()) ZB_CUDA(cudaMemcpyAsync(crcs.data(), b.crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    const HostCrcs crcs(c, b.crcs, verify_crc ? len : 0, s);
     ZB_CUDA(cudaStreamSynchronize(s));
-    if (verify_crc) {
-        const uint32_t crc = crcs.empty() ? 0u : crc32c(crcs.data(), 4 * crcs.size());
-        if (crc != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
-    }
+    if (verify_crc && crcs.combined() != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
     if (*err_host) fail(ZB_ERR_CORRUPT, error_text(*err_host));
     if (!dst_on_device) {
         download(c, dst, out, n * sizeof(T), s);

@@ -201,10 +201,9 @@ uint32_t payload_crc_of(Context &c, const uint8_t *d_payload, uint64_t len, uint
     timer.begin("crc");
     piece_crcs(c, d_payload, len, d_crcs, s);
     timer.end();
-    std::vector<uint32_t> crcs((size_t)piece_count(len));
-    ZB_CUDA(cudaMemcpyAsync(crcs.data(), d_crcs, 4 * crcs.size(), cudaMemcpyDeviceToHost, s));
+    const HostCrcs crcs(c, d_crcs, len, s);
     ZB_CUDA(cudaStreamSynchronize(s));
-    return crc32c(crcs.data(), 4 * crcs.size());
+    return crcs.combined();
 }
 
 [[noreturn]] void corrupt(const std::string &why) { fail(ZB_ERR_CORRUPT, "corrupt stream: " + why); }

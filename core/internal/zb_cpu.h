@@ -16,7 +16,7 @@ namespace zb {
 constexpr uint64_t kValuesPerThread = 65536;
 int resolve_threads(int requested, uint64_t n);
 
-// memcpy on nt threads, in pieces of 1 MiB (one thread for less than two pieces).
+// memcpy on up to nt threads, one part each of at least 256 KiB (one thread below 512 KiB).
 void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
 
 struct QuantParams;
