@@ -1,6 +1,8 @@
 // ZBOUND_STATS=1: per-process totals of what the filter function did, printed on stderr when the process exits
 // (or the plugin is unloaded). One line per direction and backend: chunks, raw bytes, stored bytes, seconds spent
-// inside the filter callback (allocation, byte swap and codec included) and the raw-data throughput that gives.
+// inside the filter callback (allocation, byte swap and codec included) and the raw-data throughput that gives; with
+// more than one chunk, also the first chunk's seconds and the throughput of the others (the first carries one-time
+// costs such as the GPU's start-up).
 #pragma once
 #include <cstddef>
 #include <string>
