@@ -295,14 +295,14 @@ TEST(Exceptions, EdgeMaskAndRoundTrip) {
 }
 
 // The Lorenzo inverse with dequantization against the N-D prefix sum by its definition (plain loops, mod 2^32), bit
-// for bit, for every SIMD level and thread counts that divide the slowest dim or not: shapes of ranks 1-3 that take
-// the slab decoder (a few layers per thread; odd sizes; one layer per slab and several), and ones that take the
-// column passes (fewer than 4 layers per thread, or layers over 2^18 values).
+// for bit, for every SIMD level and thread counts that divide the slowest dim or not: shapes of ranks 1-3 whose
+// layers hold a band per thread and ones that take slabs (zb_lorenzo_grid.h: from one slab to four per thread, of one
+// layer and of several; odd sizes), and rank 1 (its own slabs).
 TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
     const std::vector<std::vector<uint64_t>> shapes{{1},     {7},           {100003},     {1, 9},      {5, 1},
                                                     {3, 5},  {67, 131},     {4, 300000},  {1, 1, 1},   {3, 5, 7},
                                                     {67, 9, 13}, {200, 3, 1}, {2, 600, 500}, {70, 1, 33},
-                                                    // the grid with bands and slabs at once (zb_lorenzo_grid.h)
+                                                    // layers too small for a band per thread at 16 threads
                                                     {40, 8, 300}, {9, 3000}};
     const zb::SimdLevel saved = zb::simd_level();
     std::mt19937 rng(7);

@@ -85,8 +85,8 @@ template <typename T> void check_pipeline(zb_predictor pred, zb_encoder enc, con
 }
 
 // 3D and 2D shapes with several chunks of 64K values; a 1D array whose single row takes the parallel prefix sum.
-// The fast decoder's grid (zb_lorenzo_grid.h) splits k3d's planes into bands and slabs (bands cut code tiles),
-// k2d into slabs of rows, k2d_wide's rows into bands.
+// The fast decoder's grid (zb_lorenzo_grid.h) decodes k3d and k2d in slabs of layers taken in turn (k3d's planes
+// hold too few code tiles for a band per thread), k2d_wide's rows in bands.
 const Dims k3d{23, 90, 131}, k2d{500, 777}, k2d_wide{41, 9001}, k1d{400003};
 
 template <typename T> void check_all(uint32_t seed) {

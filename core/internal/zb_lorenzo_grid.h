@@ -1,14 +1,14 @@
 // The Lorenzo inverse of rank 2 and 3 (the N-D prefix sum of the deltas, mod 2^32) fused with the dequantization,
-// on a grid of threads: `groups` slabs of consecutive layers times `bands` parts of every layer. A layer is one
-// index of the slowest dim (rows x nx values: a plane in rank 3, a row in rank 2).
+// on several threads: as bands (each thread a part of every layer) or as slabs (runs of consecutive layers). A layer
+// is one index of the slowest dim (rows x nx values: a plane in rank 3, a row in rank 2).
 //
-// Why a grid. A value depends on every delta before it in each dim. Slabs alone (each thread a range of layers)
-// need the sum of all layers before a slab, which costs a pass over the deltas that one thread does not make: two
-// threads then reach about 1.4x of one. Bands alone (each thread the same part of every layer) need no such pass:
-// a band needs only the state of the band before it at the same layer (the in-layer column sums and the running
-// row sum, handed over through a small ring), so the bands of one layer run as a pipeline, one layer apart. But
-// bands narrower than the deltas' source unit (a 2048-code tile of the fast encoder) decode that unit more than
-// once. So: as many bands as the layer holds source units (up to the thread count), and slabs for the rest.
+// Why two ways. A value depends on every delta before it in each dim. Bands need no extra pass: a band needs only
+// the state of the band before it at the same layer (the in-layer column sums and the running row sum, handed over
+// through a small ring), so the bands of one layer run as a pipeline, one layer apart. But bands narrower than the
+// deltas' source unit (a 2048-code tile of the fast encoder) decode that unit more than once, so a small layer has
+// too few bands for many threads. Slabs need the sum of all layers before a slab, a pass over the deltas that one
+// thread does not make; in exchange any thread can take any slab, in any order, so faster threads take more.
+// make_plan: bands when every thread gets one, else slabs.
 //
 // The deltas come from a Source, so that the fast decoder can expand its tiles straight into the pass (no array of
 // codes or deltas in memory: the traffic is the stream read and the values written) while the other decoders read
@@ -18,7 +18,7 @@
 //   template <class F> void pieces(Cursor &, uint64_t begin, uint64_t end, F f) const;
 //       calls f(const uint32_t *deltas, uint64_t index, uint64_t count) for consecutive pieces of [begin, end).
 //
-// The values do not depend on the grid (integer sums mod 2^32 do not depend on the grouping), so neither on the
+// The values do not depend on the plan (integer sums mod 2^32 do not depend on the grouping), so neither on the
 // thread count nor on the vector level: LorenzoInverse.MatchesPrefixSumDefinition and the Threads tests check it.
 #pragma once
 #include <omp.h>
@@ -128,27 +128,33 @@ struct alignas(64) Progress {
     std::atomic<uint64_t> taken{0};
 };
 
-constexpr uint64_t kRing = 8;   // layers a band may run ahead of the next band
+constexpr uint64_t kRing = 8;            // layers a band may run ahead of the next band
+constexpr uint64_t kSlabsPerThread = 4;  // slabs taken in turn: a thread that runs slower takes fewer
+constexpr uint64_t kSlabSumBytes = uint64_t(64) << 20;   // at most this much scratch for the slabs' running sums
 
+// Either `bands` (> 0) threads, each the same part of every layer, or `slabs` runs of consecutive layers that the
+// threads take in turn (bands == 0).
 struct Plan {
-    int groups = 1, bands = 1;
-    std::vector<uint64_t> first;   // group g has layers [first[g], first[g+1])
+    int bands = 0;
+    uint64_t slabs = 1;
 };
 
-// bands: the largest divisor of nt whose bands hold at least `unit` values and (with several rows per layer) at
-// least a row; groups: the rest of the threads, at most one per layer. Slabs are equal: every group waits for the
-// slab sums of the others before it decodes, so the last group (which sums nothing) gains nothing from a larger
-// slab (measured with slabs weighted by the sum cost: the last group finished 1.5x after the others).
+// Bands when every thread gets one (nt bands of at least `unit` values, and at least a row each when a layer has
+// several rows): no sums pass. Otherwise slabs, kSlabsPerThread per thread: each slab's deltas are summed first
+// (any thread, any order), then each slab is decoded from the sum of those before it. Taking slabs in turn rather
+// than one per thread matters on the device machine: with all 16 vCPUs busy, vector-bound loops run 1.3x slower per
+// thread on average and up to 1.7x on some (bench/NOTES.md, session 9), and a fixed split waits for the slowest.
 inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint64_t unit) {
     Plan p;
     const uint64_t lsize = rows * nx;
     uint64_t most = std::max<uint64_t>(1, lsize / unit);
     if (rows > 1) most = std::min(most, rows);
-    for (int b = 1; b <= nt; ++b)
-        if (nt % b == 0 && (uint64_t)b <= most) p.bands = b;
-    p.groups = (int)std::min<uint64_t>((uint64_t)(nt / p.bands), layers);
-    p.first.resize((size_t)p.groups + 1);
-    for (int g = 0; g <= p.groups; ++g) p.first[(size_t)g] = layers * (uint64_t)g / (uint64_t)p.groups;
+    if ((uint64_t)nt <= most) {
+        p.bands = nt;
+        return p;
+    }
+    const uint64_t fit = kSlabSumBytes / (4 * lsize) + 1;   // slabs whose running sums fit the scratch budget
+    p.slabs = std::max<uint64_t>(1, std::min({layers, kSlabsPerThread * (uint64_t)nt, std::max<uint64_t>(fit, 2)}));
     return p;
 }
 
@@ -168,11 +174,13 @@ template <typename T, class Source>
 void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t layers, uint64_t rows, uint64_t nx,
                   int nt, double twoeb, T *out) {
     const uint64_t lsize = rows * nx;
-    Plan plan = make_plan(layers, rows, nx, nt, Source::kUnit);
+    const Plan plan = make_plan(layers, rows, nx, nt, Source::kUnit);
     const uint64_t slot = rows > 1 ? nx + 1 : 1;   // a hand-over: the column sums (several rows) and the row sum
     const uint64_t per_thread = (nx + kRing * slot + 15) / 16 * 16;   // whole cache lines: no false sharing
-    // Layout: the slab sums of groups 0 .. G-2, the running sums of groups 0 .. G-1, then per thread its column
-    // sums and its ring. Allocated here: an exception (bad_alloc) must not leave a parallel region.
+    const uint64_t lstride = (lsize + 15) / 16 * 16;   // layer-sized arrays start on a cache line
+    const uint64_t S = plan.slabs;
+    // Layout: per thread its column sums and its ring; then the running sum of the layers before: one array whose
+    // parts the bands own, or one per slab. Allocated here: an exception (bad_alloc) must not leave a parallel region.
     Scratch &sc = scratch();
     struct TrimOnExit {
         Scratch &sc;
@@ -180,83 +188,96 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
             if (sc.words.size() * 4 > kScratchKeepBytes) std::vector<uint32_t>().swap(sc.words);
         }
     } trim_on_exit{sc};
-    const Plan one{1, 1, {0, layers}};
-    const uint64_t lstride = (lsize + 15) / 16 * 16;   // layer-sized arrays start on a cache line
-    sc.words.resize((size_t)((2 * (uint64_t)plan.groups - 1) * lstride + (uint64_t)nt * per_thread + 16));
+    sc.words.resize((size_t)((uint64_t)nt * per_thread + (plan.bands ? 1 : S) * lstride + 16));
     if (sc.progress_count < nt) {
         sc.progress.reset(new Progress[(size_t)nt]);
         sc.progress_count = nt;
     }
-    uint32_t *const sums = sc.words.data() + (-(uintptr_t)sc.words.data() / 4 & 15);
-    uint32_t *const accs = sums + (plan.groups - 1) * lstride, *const per = accs + plan.groups * lstride;
+    uint32_t *const per = sc.words.data() + (-(uintptr_t)sc.words.data() / 4 & 15);
+    uint32_t *const accs = per + (uint64_t)nt * per_thread;   // slab k's at accs + k * lstride
     Progress *const prog = sc.progress.get();
     for (int t = 0; t < nt; ++t) prog[t].given.store(0, std::memory_order_relaxed), prog[t].taken.store(0);
+    std::atomic<uint64_t> next_sum{0}, next_decode{0};
 
     const auto add = ZB_SIMD_PICK(void (*)(uint32_t *, const uint32_t *, uint64_t), add_span);
     using Piece = void (*)(const uint32_t *, uint64_t, uint64_t, uint64_t, uint32_t *, uint32_t *, uint32_t *, T *,
                            double);
     const Piece piece = ZB_SIMD_PICK(Piece, decode_piece);
+    auto first_layer = [&](uint64_t k) { return layers * k / S; };   // slab k has layers [first(k), first(k + 1))
+
+    // Layers [z0, z1) of the part [b0, b1) of every layer, acc holding the running sum of the layers before z0 (it
+    // is updated). With several bands, band b takes the state at its start from band b-1's ring.
+    auto decode_layers = [&](int t, int b, int bands, uint64_t z0, uint64_t z1, uint64_t b0, uint64_t b1,
+                             uint32_t *acc) {
+        typename Source::Cursor &cur = cursors[t];
+        uint32_t *const col = per + (uint64_t)t * per_thread, *const ring = col + nx;
+        const uint32_t *const prev_ring = ring - per_thread;   // band b-1's (thread t-1)
+        for (uint64_t z = z0, k = 0; z < z1; ++z, ++k) {
+            uint32_t s = 0;
+            if (b > 0) {
+                wait_for([&] { return prog[t - 1].given.load(std::memory_order_acquire) > k; });
+                const uint32_t *in = prev_ring + (k % kRing) * slot;
+                if (rows > 1) std::memcpy(col, in, (size_t)nx * 4);
+                s = in[slot - 1];
+                prog[t].taken.store(k + 1, std::memory_order_release);
+            }
+            const uint64_t base = z * lsize;
+            src.pieces(cur, base + b0, base + b1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
+                piece(d, i - base, count, nx, col, &s, acc + (i - base), out + i, twoeb);
+            });
+            if (b + 1 < bands) {
+                wait_for([&] { return prog[t + 1].taken.load(std::memory_order_acquire) + kRing > k; });
+                uint32_t *o = ring + (k % kRing) * slot;
+                if (rows > 1) std::memcpy(o, col, (size_t)nx * 4);
+                o[slot - 1] = s;
+                prog[t].given.store(k + 1, std::memory_order_release);
+            }
+        }
+    };
+
+    if (plan.bands) {
+#pragma omp parallel num_threads(nt)
+        {
+            // The pipeline needs every one of its threads running; with fewer than asked for, thread 0 does it all.
+            const int nth = omp_get_num_threads(), t = omp_get_thread_num();
+            const int bands = nth >= plan.bands ? plan.bands : 1;
+            if (t < bands) {
+                // Band boundaries on multiples of 16 values: the bands' running sums share no cache line.
+                auto boundary = [&](int k) { return k == bands ? lsize : lsize * (uint64_t)k / (uint64_t)bands / 16 * 16; };
+                const uint64_t b0 = boundary(t), b1 = boundary(t + 1);
+                std::memset(accs + b0, 0, (size_t)(b1 - b0) * 4);
+                decode_layers(t, t, bands, 0, layers, b0, b1, accs);
+            }
+        }
+        return;
+    }
 
 #pragma omp parallel num_threads(nt)
     {
-        // The grid needs every one of its threads running; with fewer than asked for, thread 0 does it all.
-        const int nth = omp_get_num_threads();
-        const Plan &pl = nth >= plan.groups * plan.bands ? plan : one;
-        const int t = omp_get_thread_num();
-        const bool active = t < pl.groups * pl.bands;
-        const int g = active ? t / pl.bands : 0, b = active ? t % pl.bands : 0;
-        // Band boundaries on multiples of 16 values: the bands' running sums share no cache line.
-        auto boundary = [&](int k) { return k == pl.bands ? lsize : lsize * (uint64_t)k / (uint64_t)pl.bands / 16 * 16; };
-        const uint64_t b0 = boundary(b), b1 = boundary(b + 1);
-        const uint64_t z0 = pl.first[(size_t)g], z1 = pl.first[(size_t)g + 1];
-        uint32_t *const acc = accs + (uint64_t)g * lstride;
+        const int nth = omp_get_num_threads(), t = omp_get_thread_num();
         typename Source::Cursor &cur = cursors[t];
-
-        // Slab sums, then each group's running sum starts as the in-layer prefix sum of the slabs before it.
-        if (pl.groups > 1) {
-            if (active && g + 1 < pl.groups) {
-                uint32_t *const sg = sums + (uint64_t)g * lstride;
-                std::memset(sg + b0, 0, (size_t)(b1 - b0) * 4);
-                for (uint64_t z = z0; z < z1; ++z)
-                    src.pieces(cur, z * lsize + b0, z * lsize + b1,
-                               [&](const uint32_t *d, uint64_t i, uint64_t count) { add(sg + (i - z * lsize), d, count); });
-            }
-#pragma omp barrier
-            if (active && g > 0) {
-                std::memcpy(acc + b0, sums + b0, (size_t)(b1 - b0) * 4);
-                for (int k = 1; k < g; ++k) add(acc + b0, sums + (uint64_t)k * lstride + b0, b1 - b0);
-            }
-#pragma omp barrier
-            if (active && g > 0 && b == 0) layer_prefix_sum(acc, rows, nx);
-#pragma omp barrier
+        // 1. The sum of the deltas of every slab but the last, into the running sum of the slab after it.
+        if (t == 0) std::memset(accs, 0, (size_t)lsize * 4);
+        for (uint64_t k; (k = next_sum.fetch_add(1, std::memory_order_relaxed)) + 1 < S;) {
+            uint32_t *const sk = accs + (k + 1) * lstride;
+            std::memset(sk, 0, (size_t)lsize * 4);
+            for (uint64_t z = first_layer(k); z < first_layer(k + 1); ++z)
+                src.pieces(cur, z * lsize, (z + 1) * lsize,
+                           [&](const uint32_t *d, uint64_t i, uint64_t count) { add(sk + (i - z * lsize), d, count); });
         }
-        if (active && g == 0) std::memset(acc + b0, 0, (size_t)(b1 - b0) * 4);
-
-        // The layers of the slab, band by band: band b takes the state at its start from band b-1's ring.
-        if (active) {
-            uint32_t *const col = per + (uint64_t)t * per_thread, *const ring = col + nx;
-            const uint32_t *const prev_ring = ring - per_thread;   // band b-1's (thread t-1)
-            for (uint64_t z = z0, k = 0; z < z1; ++z, ++k) {
-                uint32_t s = 0;
-                if (b > 0) {
-                    wait_for([&] { return prog[t - 1].given.load(std::memory_order_acquire) > k; });
-                    const uint32_t *in = prev_ring + (k % kRing) * slot;
-                    if (rows > 1) std::memcpy(col, in, (size_t)nx * 4);
-                    s = in[slot - 1];
-                    prog[t].taken.store(k + 1, std::memory_order_release);
-                }
-                const uint64_t base = z * lsize;
-                src.pieces(cur, base + b0, base + b1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
-                    piece(d, i - base, count, nx, col, &s, acc + (i - base), out + i, twoeb);
-                });
-                if (b + 1 < pl.bands) {
-                    wait_for([&] { return prog[t + 1].taken.load(std::memory_order_acquire) + kRing > k; });
-                    uint32_t *o = ring + (k % kRing) * slot;
-                    if (rows > 1) std::memcpy(o, col, (size_t)nx * 4);
-                    o[slot - 1] = s;
-                    prog[t].given.store(k + 1, std::memory_order_release);
-                }
-            }
+#pragma omp barrier
+        // 2. Running sums over the slabs, each thread a part of the layer.
+        {
+            const uint64_t c0 = lsize * (uint64_t)t / (uint64_t)nth / 16 * 16;
+            const uint64_t c1 = t + 1 == nth ? lsize : lsize * (uint64_t)(t + 1) / (uint64_t)nth / 16 * 16;
+            for (uint64_t k = 2; k < S && c1 > c0; ++k) add(accs + k * lstride + c0, accs + (k - 1) * lstride + c0, c1 - c0);
+        }
+#pragma omp barrier
+        // 3. Each slab from the in-layer prefix sum of the slabs before it.
+        for (uint64_t k; (k = next_decode.fetch_add(1, std::memory_order_relaxed)) < S;) {
+            uint32_t *const acc = accs + k * lstride;
+            if (k > 0) layer_prefix_sum(acc, rows, nx);
+            decode_layers(t, 0, 1, first_layer(k), first_layer(k + 1), 0, lsize, acc);
         }
     }
 }
