@@ -1,4 +1,5 @@
 // Error-bound modes: the value range over finite non-fill values and the absolute bound derived from it.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -61,14 +62,16 @@ ZB_SIMD_CLONES(range_part)
 template <typename T>
 bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int threads, double &vmin, double &vmax) {
     T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
-    const int parts = n < (1u << 16) ? 1 : threads;
+    // A few parts per thread, taken in turn: with all cores busy some run much slower than others (bench/NOTES.md).
+    const int parts = n < (1u << 16) ? 1 : (int)std::min<uint64_t>(4 * (uint64_t)threads, n >> 14);
     using WithFill = std::integral_constant<bool, true>;
     using NoFill = std::integral_constant<bool, false>;
     using Part = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, WithFill);
     using PartNoFill = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, NoFill);
     const Part with_fill = simd_pick<Part>(range_part_base, range_part_avx2, range_part_avx512);
     const PartNoFill no_fill = simd_pick<PartNoFill>(range_part_base, range_part_avx2, range_part_avx512);
-#pragma omp parallel for num_threads(parts) reduction(min : lo) reduction(max : hi) schedule(static, 1)
+#pragma omp parallel for num_threads(std::min(parts, threads)) reduction(min : lo) reduction(max : hi) \
+    schedule(dynamic, 1)
     for (int r = 0; r < parts; ++r)
     {
         const uint64_t begin = n * (uint64_t)r / (uint64_t)parts, end = n * (uint64_t)(r + 1) / (uint64_t)parts;

@@ -36,7 +36,7 @@ void quantize_values(const T *__restrict x, uint64_t n, const QuantParams &param
 #endif
     constexpr uint64_t kSpan = 1 << 14;
     const QuantParams qp = params;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)   // taken in turn: some cores run slower than others
     for (int64_t c = 0; c < (int64_t)div_up(n, kSpan); ++c)
         span(x, (uint64_t)c * kSpan, std::min(n, (uint64_t)(c + 1) * kSpan), qp, q, exc);
 }
@@ -118,19 +118,23 @@ void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_
 }
 
 // Per tile: codes, bitshuffle, zero-block flags and the non-zero block count (in tile_nnz[t]). Tiles are split in
-// contiguous ranges per thread so that the escapes come out in index order.
+// contiguous ranges so that the escapes come out in index order.
+constexpr uint64_t kPartsPerThread = 4;
 template <int Rank>
 void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, uint8_t *code_flags,
                         uint64_t *tile_nnz, std::vector<int32_t> &escapes, int nt) {
     const uint64_t ntiles = code_tiles(s.n);
     const std::vector<uint32_t> zero(Rank >= 2 ? s.nx() : 0, 0);
-    const Partition part{ntiles, nt};
-    std::vector<std::vector<int32_t>> esc_per_part(nt);
+    // kPartsPerThread contiguous ranges per thread, taken in turn (a slower core takes fewer), each with its own
+    // escape list; the lists are joined in range order.
+    const int parts = (int)std::max<uint64_t>(1, std::min<uint64_t>(ntiles, kPartsPerThread * (uint64_t)nt));
+    const Partition part{ntiles, parts};
+    std::vector<std::vector<int32_t>> esc_per_part((size_t)parts);
     // The escape lists grow inside the parallel region. An exception must not leave an OpenMP region (that is
     // std::terminate), so a failed growth is caught in its thread and rethrown after the region as bad_alloc.
     std::atomic<bool> out_of_memory{false};
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int r = 0; r < nt; ++r) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int r = 0; r < parts; ++r) {
         try {
             uint16_t codes[kTileCodes];
             for (uint64_t t = part.begin(r); t < part.begin(r + 1) && !out_of_memory.load(); ++t) {
