@@ -135,7 +135,7 @@ void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStre
     struct TrimOnExit { ~TrimOnExit() { edge_scratch().trim(kScratchKeepBytes); } } trim_on_exit;
     uint8_t *const edge = edge_scratch().get((size_t)mask_bytes);
     std::vector<uint64_t> first((size_t)chunks + 1, 0);   // exceptions before chunk c
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(guided)
     for (int64_t c = 0; c < chunks; ++c)
         first[(size_t)c + 1] = exception_edges(exc, n, (uint64_t)c * chunk_bytes,
                                                std::min(mask_bytes, (uint64_t)(c + 1) * chunk_bytes), edge);
@@ -149,7 +149,7 @@ void encode_exceptions(const T *x, const uint8_t *exc, uint64_t n, ExceptionStre
     // The last exception before each chunk (the run of its first exception may continue from there).
     auto chunk_end = [&](int64_t c) { return std::min(n, (uint64_t)(c + 1) * kExceptionChunk); };
     std::vector<int64_t> last((size_t)chunks, -1), before((size_t)chunks, -1);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(guided)
     for (int64_t c = 0; c < chunks; ++c) {
         if (first[(size_t)c + 1] == first[(size_t)c]) continue;
         int64_t i = (int64_t)chunk_end(c) - 1;

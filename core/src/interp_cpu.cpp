@@ -52,7 +52,7 @@ template <typename F> void for_each_row(const Pass &p, const int64_t d[3], int n
 #pragma omp parallel num_threads(threads) if (parallel)
     {
         double *scratch = buffers.data() + (size_t)(omp_get_thread_num() * nxp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(guided)   // taken in turn: with all cores busy some run slower than others
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t z = p.start[0] + (r / p.count[1]) * p.step[0];
             const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
