@@ -80,7 +80,7 @@ std::string stats_summary() {
             if (chunks > 1) {   // the rate without the first chunk
                 const double first_sec = r.first_nanos.load() * 1e-9, later_sec = sec - first_sec;
                 const double later_raw = raw - (double)r.first_raw.load();
-                std::snprintf(line, sizeof line, "  (first chunk %.3f s; %.2f GB/s after it)", first_sec,
+                std::snprintf(line, sizeof line, "  (first chunk %.3f ms; %.2f GB/s after it)", first_sec * 1e3,
                               later_sec > 0 ? later_raw / later_sec / 1e9 : 0.0);
                 out += line;
             }
