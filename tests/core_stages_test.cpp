@@ -303,7 +303,9 @@ TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
                                                     {3, 5},  {67, 131},     {4, 300000},  {1, 1, 1},   {3, 5, 7},
                                                     {67, 9, 13}, {200, 3, 1}, {2, 600, 500}, {70, 1, 33},
                                                     // layers too small for a band per thread at 16 threads
-                                                    {40, 8, 300}, {9, 3000}};
+                                                    {40, 8, 300}, {9, 3000},
+                                                    // few rows of huge rows: slabs at 5 threads, 4 bands at 16
+                                                    {3, 4, 300000}};
     const zb::SimdLevel saved = zb::simd_level();
     std::mt19937 rng(7);
     for (const auto &dims : shapes) {

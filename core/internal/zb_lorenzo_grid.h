@@ -149,12 +149,13 @@ inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint6
     const uint64_t lsize = rows * nx;
     uint64_t most = std::max<uint64_t>(1, lsize / unit);
     if (rows > 1) most = std::min(most, rows);
-    if ((uint64_t)nt <= most) {
-        p.bands = nt;
+    const uint64_t fit = kSlabSumBytes / (4 * lsize) + 1;   // slabs whose running sums fit the scratch budget
+    if ((uint64_t)nt <= most || fit < (uint64_t)nt) {
+        // (Layers too large for a slab per thread in the budget: a few rows of huge rows. Fewer bands than threads.)
+        p.bands = (int)std::min<uint64_t>((uint64_t)nt, most);
         return p;
     }
-    const uint64_t fit = kSlabSumBytes / (4 * lsize) + 1;   // slabs whose running sums fit the scratch budget
-    p.slabs = std::max<uint64_t>(1, std::min({layers, kSlabsPerThread * (uint64_t)nt, std::max<uint64_t>(fit, 2)}));
+    p.slabs = std::min<uint64_t>({layers, kSlabsPerThread * (uint64_t)nt, fit});
     return p;
 }
 
