@@ -16,6 +16,12 @@ namespace zb {
 constexpr uint64_t kValuesPerThread = 65536;
 int resolve_threads(int requested, uint64_t n);
 
+// Parallel stages whose parts may take unequal times are cut into this many parts per thread, taken in turn (OpenMP
+// dynamic schedules, the Lorenzo grid's slabs): with all 16 cores of the device machine busy, vector-bound loops run
+// 1.3x slower per thread on average and up to 1.7x on some, and a split of one part per thread waits for the slowest
+// (bench/NOTES.md, session 9). Output bytes never depend on it.
+constexpr uint64_t kPartsPerThread = 4;
+
 // memcpy on up to nt threads, one part each of at least 256 KiB (one thread below 512 KiB).
 void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
 

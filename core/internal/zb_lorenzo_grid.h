@@ -29,6 +29,7 @@
 #include <memory>
 #include <thread>
 #include <vector>
+#include "zb_cpu.h"
 #include "zb_quant.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
@@ -129,7 +130,6 @@ struct alignas(64) Progress {
 };
 
 constexpr uint64_t kRing = 8;            // layers a band may run ahead of the next band
-constexpr uint64_t kSlabsPerThread = 4;  // slabs taken in turn: a thread that runs slower takes fewer
 constexpr uint64_t kSlabSumBytes = uint64_t(64) << 20;   // at most this much scratch for the slabs' running sums
 
 // Either `bands` (> 0) threads, each the same part of every layer, or `slabs` runs of consecutive layers that the
@@ -140,10 +140,8 @@ struct Plan {
 };
 
 // Bands when every thread gets one (nt bands of at least `unit` values, and at least a row each when a layer has
-// several rows): no sums pass. Otherwise slabs, kSlabsPerThread per thread: each slab's deltas are summed first
-// (any thread, any order), then each slab is decoded from the sum of those before it. Taking slabs in turn rather
-// than one per thread matters on the device machine: with all 16 vCPUs busy, vector-bound loops run 1.3x slower per
-// thread on average and up to 1.7x on some (bench/NOTES.md, session 9), and a fixed split waits for the slowest.
+// several rows): no sums pass. Otherwise slabs, kPartsPerThread per thread (zb_cpu.h: why several): each slab's
+// deltas are summed first (any thread, any order), then each slab is decoded from the sum of those before it.
 inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint64_t unit) {
     Plan p;
     const uint64_t lsize = rows * nx;
@@ -155,7 +153,7 @@ inline Plan make_plan(uint64_t layers, uint64_t rows, uint64_t nx, int nt, uint6
         p.bands = (int)std::min<uint64_t>((uint64_t)nt, most);
         return p;
     }
-    p.slabs = std::min<uint64_t>({layers, kSlabsPerThread * (uint64_t)nt, fit});
+    p.slabs = std::min<uint64_t>({layers, kPartsPerThread * (uint64_t)nt, fit});
     return p;
 }
 

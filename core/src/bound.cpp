@@ -62,8 +62,7 @@ ZB_SIMD_CLONES(range_part)
 template <typename T>
 bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int threads, double &vmin, double &vmax) {
     T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
-    // A few parts per thread, taken in turn: with all cores busy some run much slower than others (bench/NOTES.md).
-    const int parts = n < (1u << 16) ? 1 : (int)std::min<uint64_t>(4 * (uint64_t)threads, n >> 14);
+    const int parts = n < (1u << 16) ? 1 : (int)std::min<uint64_t>(kPartsPerThread * (uint64_t)threads, n >> 14);
     using WithFill = std::integral_constant<bool, true>;
     using NoFill = std::integral_constant<bool, false>;
     using Part = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, WithFill);

@@ -119,7 +119,6 @@ void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_
 
 // Per tile: codes, bitshuffle, zero-block flags and the non-zero block count (in tile_nnz[t]). Tiles are split in
 // contiguous ranges so that the escapes come out in index order.
-constexpr uint64_t kPartsPerThread = 4;
 template <int Rank>
 void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, uint8_t *code_flags,
                         uint64_t *tile_nnz, std::vector<int32_t> &escapes, int nt) {
