@@ -102,6 +102,44 @@ TEST(Simd, BitShuffleMatchesPortable) {
     }
 }
 
+// A stored tile read plane by plane (zero planes skipped, whole planes read in place, partial ones copied) gives the
+// codes of the expanded tile, at every vector level and in the portable version.
+TEST(Simd, StoredTilePlanesMatchExpandedTile) {
+    Levels levels;
+    std::mt19937 rng(6);
+    for (int trial = 0; trial < 40; ++trial) {
+        // Each plane zero, whole or partly stored, chosen per trial; stored blocks random but not all zero.
+        uint8_t flags[zb::kTileFlagBytes];
+        std::vector<uint8_t> blocks;
+        for (int p = 0; p < 16; ++p) {
+            const int kind = (int)(rng() % 3);
+            const unsigned f = kind == 0 ? 0u : kind == 1 ? 0xFFFFu : (unsigned)(rng() & 0xFFFF);
+            flags[2 * p] = (uint8_t)f;
+            flags[2 * p + 1] = (uint8_t)(f >> 8);
+            for (int b = 0; b < 16; ++b)
+                if ((f >> b) & 1)
+                    for (uint64_t k = 0; k < zb::kBlockBytes; ++k) blocks.push_back((uint8_t)(rng() | (k == 0)));
+        }
+        std::vector<uint8_t> tile(zb::kTileBytes);
+        zb::expand_tile(flags, blocks.data(), tile.data());
+        std::vector<uint16_t> want(zb::kTileCodes);
+        zb::bitunshuffle_tile_portable(tile.data(), want.data());
+        std::vector<uint8_t> buf(zb::kTileBytes, 0x55);
+        const uint8_t *planes[16];
+        zb::stored_tile_planes(flags, blocks.data(), buf.data(), planes);
+        for (int p = 0; p < 16; ++p) ASSERT_EQ(planes[p] == nullptr, flags[2 * p] == 0 && flags[2 * p + 1] == 0);
+        std::vector<uint16_t> got(zb::kTileCodes, 0x5555);
+        zb::bitunshuffle_planes_portable(planes, got.data());
+        ASSERT_EQ(got, want) << "portable, trial " << trial;
+        for (zb::SimdLevel l : levels.all) {
+            zb::set_simd_level(l);
+            std::fill(got.begin(), got.end(), 0x5555);
+            zb::bitunshuffle_planes(planes, got.data());
+            ASSERT_EQ(got, want) << zb::simd_level_name(l) << " trial " << trial;
+        }
+    }
+}
+
 TEST(Simd, ValueRangeMatchesPlainLoop) {
     Levels levels;
     for (int has_fill : {0, 1}) {

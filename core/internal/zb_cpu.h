@@ -106,6 +106,10 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
 uint64_t tile_block_starts(const uint8_t *flags, uint64_t ntiles, int nt, uint64_t *start);
 // One shuffled tile (kTileBytes) from its kTileFlagBytes flag bytes and its stored blocks (src: the first of them).
 void expand_tile(const uint8_t *flags, const uint8_t *src, uint8_t *tile);
+// The 16 bit planes (kTileBytes / 16 bytes each) of one stored tile without expanding it: planes[p] is null for a
+// zero plane (none of its blocks stored), points into the stream for a plane stored whole, or into buf (kTileBytes)
+// where the plane is copied with its zero blocks. For bitunshuffle_planes.
+void stored_tile_planes(const uint8_t *flags, const uint8_t *src, uint8_t *buf, const uint8_t *planes[16]);
 // The number of escape codes (kEscapeCode) among the codes of a shuffled tile, read from its bit planes.
 uint64_t tile_escape_count(const uint8_t *tile);
 // Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
@@ -122,5 +126,8 @@ void bitshuffle_tile(const uint16_t *codes, uint8_t *tile);
 void bitshuffle_tile_portable(const uint16_t *codes, uint8_t *tile);
 void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes);
 void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes);
+// Codes from a tile's 16 bit planes given one by one (a null plane is all zero: it costs nothing with AVX2).
+void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes);
+void bitunshuffle_planes_portable(const uint8_t *const planes[16], uint16_t *codes);
 
 }  // namespace zb

@@ -332,7 +332,7 @@ struct CodeTiles {
     struct Cursor {
         uint64_t tile = ~uint64_t(0);   // the tile in d
         bool bad = false;               // a tile's padding or escapes did not match the stream
-        alignas(64) uint8_t bytes[kTileBytes];
+        alignas(64) uint8_t bytes[kTileBytes];   // the planes of the tile that are partly stored
         alignas(64) uint16_t codes[kTileCodes];
         alignas(64) uint32_t d[kTileCodes];
     };
@@ -340,8 +340,9 @@ struct CodeTiles {
 
     void decode(Cursor &c, uint64_t t) const {
         c.tile = t;
-        expand_tile(flags + t * kTileFlagBytes, blocks + block_start[t] * kBlockBytes, c.bytes);
-        bitunshuffle_tile(c.bytes, c.codes);
+        const uint8_t *planes[16];
+        stored_tile_planes(flags + t * kTileFlagBytes, blocks + block_start[t] * kBlockBytes, c.bytes, planes);
+        bitunshuffle_planes(planes, c.codes);
         for (uint64_t j = std::min<uint64_t>(kTileCodes, n - t * kTileCodes); j < kTileCodes; ++j)
             c.bad |= c.codes[j] != 0;   // the last tile's padding
         uint64_t e = esc_start ? esc_start[t] : 0;

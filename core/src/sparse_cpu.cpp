@@ -90,12 +90,18 @@ void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) {
 void bitshuffle_tile(const uint16_t *codes, uint8_t *tile) { bitshuffle_tile_portable(codes, tile); }
 #endif
 
-void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes) {
+namespace {
+const uint8_t kZeroPlane[kPlaneBytes] = {};
+}  // namespace
+
+void bitunshuffle_planes_portable(const uint8_t *const planes[16], uint16_t *codes) {
+    const uint8_t *pl[16];
+    for (int p = 0; p < 16; ++p) pl[p] = planes[p] ? planes[p] : kZeroPlane;
     for (int k = 0; k < kPlaneBytes; ++k) {
         uint64_t lo = 0, hi = 0;
         for (int p = 0; p < 8; ++p) {
-            lo |= (uint64_t)tile[p * kPlaneBytes + k] << (8 * p);
-            hi |= (uint64_t)tile[(p + 8) * kPlaneBytes + k] << (8 * p);
+            lo |= (uint64_t)pl[p][k] << (8 * p);
+            hi |= (uint64_t)pl[p + 8][k] << (8 * p);
         }
         lo = transpose8x8(lo);
         hi = transpose8x8(hi);
@@ -106,11 +112,11 @@ void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes) {
 
 #if defined(__SSE2__)
 namespace {
-// Bytes k0 .. k0+15 of 8 planes (rows r[0..7]) transposed into 8 registers: register c holds, at byte h*8 + p,
+// Bytes k0 .. k0+15 of 8 planes (pl[0..7]) transposed into 8 registers: register c holds, at byte h*8 + p,
 // byte k0 + 2c + h of plane p (two 8-plane columns per register).
-inline void columns_of_8_planes(const uint8_t *plane0, int k0, __m128i v[8]) {
+inline void columns_of_8_planes(const uint8_t *const pl[8], int k0, __m128i v[8]) {
     __m128i r[8], t[8], u[8];
-    for (int p = 0; p < 8; ++p) r[p] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(plane0 + p * kPlaneBytes + k0));
+    for (int p = 0; p < 8; ++p) r[p] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(pl[p] + k0));
     for (int p = 0; p < 8; p += 2) {
         t[p] = _mm_unpacklo_epi8(r[p], r[p + 1]);       // columns 0..7 of planes p, p+1
         t[p + 1] = _mm_unpackhi_epi8(r[p], r[p + 1]);   // columns 8..15
@@ -132,13 +138,22 @@ inline void columns_of_8_planes(const uint8_t *plane0, int k0, __m128i v[8]) {
 // _mm_movemask_epi8 collects bit 7 of each column byte, which is the low (high) byte of code 8k+7; adding the
 // register to itself brings the bits of code 8k+6 to the top, and so on.
 #if ZB_SIMD_X86
-// 32 codes per step: the four bytes of each plane at k are spread over 32 byte lanes (lane j gets bit j), and the
-// low and high code bytes are built bit by bit from plane 7 (0 + 8) down, then interleaved into the codes.
-ZB_TARGET_AVX2 void bitunshuffle_tile_avx2(const uint8_t *tile, uint16_t *codes) {
+// 32 codes per step: the four bytes of each non-zero plane at k are spread over 32 byte lanes (lane j gets bit j)
+// and OR-ed into the low or high code bytes as bit p % 8, then the two are interleaved into the codes. Zero planes
+// cost nothing: a smooth field's codes use a few low planes and the sign plane.
+ZB_TARGET_AVX2 void bitunshuffle_planes_avx2(const uint8_t *const planes[16], uint16_t *codes) {
     // Lane j takes byte j / 8 of the broadcast plane word (shuffles stay within 128-bit halves: the word is in both).
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,   //
                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);   // lane j: bit j % 8
+    const uint8_t *lo_planes[8], *hi_planes[8];
+    __m256i lo_bit[8], hi_bit[8];   // bit p % 8 in every lane
+    int nlo = 0, nhi = 0;
+    for (int p = 0; p < 16; ++p) {
+        if (!planes[p]) continue;
+        if (p < 8) lo_bit[nlo] = _mm256_set1_epi8((char)(1 << p)), lo_planes[nlo++] = planes[p];
+        else hi_bit[nhi] = _mm256_set1_epi8((char)(1 << (p - 8))), hi_planes[nhi++] = planes[p];
+    }
     auto plane_bits = [&](const uint8_t *p) ZB_TARGET_AVX2 {   // 0xFF in lane j where bit j of the word is set
         uint32_t w;
         std::memcpy(&w, p, 4);
@@ -147,10 +162,8 @@ ZB_TARGET_AVX2 void bitunshuffle_tile_avx2(const uint8_t *tile, uint16_t *codes)
     };
     for (int k = 0; k < kPlaneBytes; k += 4) {
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-        for (int p = 7; p >= 0; --p) {   // byte = 2 * byte + bit (a set lane is -1)
-            lo = _mm256_sub_epi8(_mm256_add_epi8(lo, lo), plane_bits(tile + p * kPlaneBytes + k));
-            hi = _mm256_sub_epi8(_mm256_add_epi8(hi, hi), plane_bits(tile + (p + 8) * kPlaneBytes + k));
-        }
+        for (int i = 0; i < nlo; ++i) lo = _mm256_or_si256(lo, _mm256_and_si256(plane_bits(lo_planes[i] + k), lo_bit[i]));
+        for (int i = 0; i < nhi; ++i) hi = _mm256_or_si256(hi, _mm256_and_si256(plane_bits(hi_planes[i] + k), hi_bit[i]));
         // unpack works per 128-bit half: c0 = codes 0-7 | 16-23, c1 = codes 8-15 | 24-31.
         const __m256i c0 = _mm256_unpacklo_epi8(lo, hi), c1 = _mm256_unpackhi_epi8(lo, hi);
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes + 8 * k), _mm256_permute2x128_si256(c0, c1, 0x20));
@@ -159,14 +172,16 @@ ZB_TARGET_AVX2 void bitunshuffle_tile_avx2(const uint8_t *tile, uint16_t *codes)
 }
 #endif
 
-void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes) {
 #if ZB_SIMD_X86
-    if (simd_level() >= kSimdAvx2) return bitunshuffle_tile_avx2(tile, codes);
+    if (simd_level() >= kSimdAvx2) return bitunshuffle_planes_avx2(planes, codes);
 #endif
+    const uint8_t *pl[16];
+    for (int p = 0; p < 16; ++p) pl[p] = planes[p] ? planes[p] : kZeroPlane;
     for (int k0 = 0; k0 < kPlaneBytes; k0 += 16) {
         __m128i lo[8], hi[8];
-        columns_of_8_planes(tile, k0, lo);
-        columns_of_8_planes(tile + 8 * kPlaneBytes, k0, hi);
+        columns_of_8_planes(pl, k0, lo);
+        columns_of_8_planes(pl + 8, k0, hi);
         for (int c = 0; c < 8; ++c) {
             uint16_t *out = codes + 8 * (k0 + 2 * c);   // codes of columns k0+2c (out[0..7]) and k0+2c+1 (out[8..15])
             for (int b = 7; b >= 0; --b) {
@@ -180,8 +195,48 @@ void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
     }
 }
 #else
-void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) { bitunshuffle_tile_portable(tile, codes); }
+void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes) { bitunshuffle_planes_portable(planes, codes); }
 #endif
+
+namespace {
+void planes_of_tile(const uint8_t *tile, const uint8_t *planes[16]) {
+    for (int p = 0; p < 16; ++p) planes[p] = tile + p * kPlaneBytes;
+}
+}  // namespace
+
+void bitunshuffle_tile(const uint8_t *tile, uint16_t *codes) {
+    const uint8_t *planes[16];
+    planes_of_tile(tile, planes);
+    bitunshuffle_planes(planes, codes);
+}
+
+void bitunshuffle_tile_portable(const uint8_t *tile, uint16_t *codes) {
+    const uint8_t *planes[16];
+    planes_of_tile(tile, planes);
+    bitunshuffle_planes_portable(planes, codes);
+}
+
+void stored_tile_planes(const uint8_t *flags, const uint8_t *src, uint8_t *buf, const uint8_t *planes[16]) {
+    constexpr int kBlocksPerPlane = kPlaneBytes / (int)kBlockBytes;   // 16: two flag bytes
+    for (int p = 0; p < 16; ++p) {
+        const unsigned f = flags[2 * p] | (unsigned)flags[2 * p + 1] << 8;   // bit b: block b of the plane stored
+        if (f == 0) {
+            planes[p] = nullptr;
+        } else if (f == 0xFFFF) {   // whole plane in the stream
+            planes[p] = src;
+            src += kPlaneBytes;
+        } else {
+            uint8_t *plane = buf + p * kPlaneBytes;
+            for (int b = 0; b < kBlocksPerPlane; ++b) {
+                const unsigned stored = (f >> b) & 1u;
+                if (stored) std::memcpy(plane + b * kBlockBytes, src, kBlockBytes);
+                else std::memset(plane + b * kBlockBytes, 0, kBlockBytes);
+                src += stored * kBlockBytes;
+            }
+            planes[p] = plane;
+        }
+    }
+}
 
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags) {
     std::memset(flags, 0, kTileFlagBytes);
@@ -274,10 +329,11 @@ bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nbl
     int bad_padding = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad_padding)
     for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        uint8_t tile[kTileBytes];
-        expand_tile(flags + t * kTileFlagBytes, blocks + start[(size_t)t] * kBlockBytes, tile);
+        uint8_t buf[kTileBytes];
+        const uint8_t *planes[16];
+        stored_tile_planes(flags + t * kTileFlagBytes, blocks + start[(size_t)t] * kBlockBytes, buf, planes);
         uint16_t *c = codes + (size_t)t * kTileCodes;
-        bitunshuffle_tile(tile, c);
+        bitunshuffle_planes(planes, c);
         const uint64_t valid = std::min<uint64_t>(kTileCodes, n - (uint64_t)t * kTileCodes);
         for (uint64_t j = valid; j < kTileCodes; ++j) bad_padding |= c[j] != 0;
     }
