@@ -342,4 +342,38 @@ TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
     zb::set_simd_level(saved);
 }
 
+// Outputs of kStreamingBytes or more are written through a buffer with non-temporal stores: the same values, on the
+// band path (1, 3 threads) and the slab path (16 threads: a layer of 16 rows has too few bands), float and double.
+TEST(LorenzoInverse, StreamedLargeOutputMatchesDefinition) {
+    zb::Shape s;
+    s.rank = 3;
+    s.dims[0] = 1100, s.dims[1] = 16, s.dims[2] = 1000;
+    s.n = s.dims[0] * s.dims[1] * s.dims[2];
+    ASSERT_GE(s.n * sizeof(float), zb::kStreamingBytes);
+    const uint64_t nx = s.nx(), layer = s.nx() * s.ny();
+    std::mt19937 rng(8);
+    std::vector<uint32_t> d(s.n);
+    for (auto &v : d) v = (uint32_t)(rng() % 7) - 3u;
+    std::vector<uint32_t> ref = d;
+    for (uint64_t i = 1; i < s.n; ++i)
+        if (i % nx) ref[i] += ref[i - 1];
+    for (uint64_t i = nx; i < s.n; ++i)
+        if (i / nx % s.ny()) ref[i] += ref[i - nx];
+    for (uint64_t i = layer; i < s.n; ++i) ref[i] += ref[i - layer];
+    for (int nt : {1, 3, 16}) {
+        std::vector<uint32_t> q = d;
+        std::vector<float> out(s.n);
+        zb::lorenzo_inverse_dequantize(q.data(), s, nt, 0.5, out.data());
+        uint64_t differ = 0;
+        for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (float)((double)(int32_t)ref[i] * 0.5);
+        EXPECT_EQ(differ, 0u) << "float, threads " << nt;
+    }
+    std::vector<uint32_t> q = d;
+    std::vector<double> out(s.n);
+    zb::lorenzo_inverse_dequantize(q.data(), s, 16, 0.5, out.data());
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (double)(int32_t)ref[i] * 0.5;
+    EXPECT_EQ(differ, 0u) << "double";
+}
+
 }  // namespace

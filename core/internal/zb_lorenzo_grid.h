@@ -203,6 +203,19 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
                            double);
     const Piece piece = ZB_SIMD_PICK(Piece, decode_piece);
     auto first_layer = [&](uint64_t k) { return layers * k / S; };   // slab k has layers [first(k), first(k + 1))
+    // decode_piece into out, or, for outputs too large for the cache, into a buffer that copy_streaming writes out.
+    const bool streaming = layers * lsize * sizeof(T) >= kStreamingBytes;
+    auto decode_to_out = [&](const uint32_t *d, uint64_t p, uint64_t count, uint32_t *col, uint32_t *s, uint32_t *acc,
+                             T *o) {
+        if (!streaming) return piece(d, p, count, nx, col, s, acc, o, twoeb);
+        constexpr uint64_t kStage = 2048;
+        alignas(64) T buf[kStage];
+        for (uint64_t j = 0; j < count; j += kStage) {
+            const uint64_t m = std::min(kStage, count - j);
+            piece(d + j, p + j, m, nx, col, s, acc + j, buf, twoeb);
+            copy_streaming(o + j, buf, (size_t)m * sizeof(T));
+        }
+    };
 
     // Layers [z0, z1) of the part [b0, b1) of every layer, acc holding the running sum of the layers before z0 (it
     // is updated). With several bands, band b takes the state at its start from band b-1's ring.
@@ -222,7 +235,7 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
             }
             const uint64_t base = z * lsize;
             src.pieces(cur, base + b0, base + b1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
-                piece(d, i - base, count, nx, col, &s, acc + (i - base), out + i, twoeb);
+                decode_to_out(d, i - base, count, col, &s, acc + (i - base), out + i);
             });
             if (b + 1 < bands) {
                 wait_for([&] { return prog[t + 1].taken.load(std::memory_order_acquire) + kRing > k; });
@@ -246,6 +259,7 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
                 const uint64_t b0 = boundary(t), b1 = boundary(t + 1);
                 std::memset(accs + b0, 0, (size_t)(b1 - b0) * 4);
                 decode_layers(t, t, bands, 0, layers, b0, b1, accs);
+                if (streaming) stream_fence();
             }
         }
         return;
@@ -278,6 +292,7 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
             if (k > 0) layer_prefix_sum(acc, rows, nx);
             decode_layers(t, 0, 1, first_layer(k), first_layer(k + 1), 0, lsize, acc);
         }
+        if (streaming) stream_fence();
     }
 }
 

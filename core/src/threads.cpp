@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include "zb_cpu.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace zb {
 
@@ -29,6 +32,30 @@ void parallel_copy(void *dst, const void *src, size_t bytes, int nt) {
         std::memcpy(static_cast<uint8_t *>(dst) + off, static_cast<const uint8_t *>(src) + off,
                     std::min(part, bytes - off));
     }
+}
+
+void copy_streaming(void *dst, const void *src, size_t bytes) {
+#if defined(__SSE2__)
+    uint8_t *d = static_cast<uint8_t *>(dst);
+    const uint8_t *s = static_cast<const uint8_t *>(src);
+    const size_t head = std::min(bytes, (size_t)(-(uintptr_t)d & 15));   // _mm_stream_si128 needs 16-byte alignment
+    std::memcpy(d, s, head);
+    d += head, s += head, bytes -= head;
+    for (; bytes >= 64; bytes -= 64, d += 64, s += 64)
+        for (int k = 0; k < 4; ++k)
+            _mm_stream_si128(reinterpret_cast<__m128i *>(d) + k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(s) + k));
+    for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d), _mm_loadu_si128(reinterpret_cast<const __m128i *>(s)));
+    std::memcpy(d, s, bytes);
+#else
+    std::memcpy(dst, src, bytes);
+#endif
+}
+
+void stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
 }
 
 }  // namespace zb
