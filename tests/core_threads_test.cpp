@@ -43,22 +43,27 @@ template <typename T> std::vector<T> field(const Dims &dims, uint32_t seed) {
     return v;
 }
 
+// Bound 1e-3 in `mode`, the field's fill value, the CPU on `threads` threads.
+template <typename T> zb_params cpu_params(zb_mode mode, zb_predictor pred, zb_encoder enc, int threads) {
+    zb_params p = zb_params_default();
+    p.mode = mode;
+    p.bound = 1e-3;
+    p.predictor = pred;
+    p.encoder = enc;
+    p.backend = ZB_BACKEND_CPU;
+    p.threads = threads;
+    p.has_fill = 1;
+    p.fill_bits = zbt::bits((T)-9999.0);
+    return p;
+}
+
 template <typename T> void check_pipeline(zb_predictor pred, zb_encoder enc, const Dims &dims, uint32_t seed) {
     const std::vector<T> data = field<T>(dims, seed);
     const std::string what = std::string(sizeof(T) == 8 ? "f64" : "f32") + " predictor " + std::to_string(pred) +
                              " encoder " + std::to_string(enc) + " rank " + std::to_string(dims.size());
     std::vector<uint8_t> first;
     for (int t : kThreadCounts) {
-        zb_params p = zb_params_default();
-        p.mode = ZB_MODE_ABS;
-        p.bound = 1e-3;
-        p.predictor = pred;
-        p.encoder = enc;
-        p.backend = ZB_BACKEND_CPU;
-        p.threads = t;
-        p.has_fill = 1;
-        p.fill_bits = zbt::bits((T)-9999.0);
-        const zbt::Stream s = zbt::compress(data, dims, p);
+        const zbt::Stream s = zbt::compress(data, dims, cpu_params<T>(ZB_MODE_ABS, pred, enc, t));
         ASSERT_EQ(s.status, ZB_OK) << what;
         if (first.empty()) first = s.bytes;
         else ASSERT_EQ(s.bytes, first) << what << ", " << t << " compression threads";
@@ -100,5 +105,39 @@ template <typename T> void check_all(uint32_t seed) {
 
 TEST(Threads, SameBytesAndValuesForAnyThreadCountF32) { check_all<float>(31); }
 TEST(Threads, SameBytesAndValuesForAnyThreadCountF64) { check_all<double>(32); }
+
+// An 84 MB array: the pipeline choice's sample (n / 32 values: work for 9 threads) is compressed by its four
+// candidates side by side at 16 threads and one after the other at 1 and 3 (pipeline_choice.cpp), and the decoded
+// values are written with streaming stores (kStreamingBytes). Same bytes and values either way.
+TEST(Threads, LargeArrayAutoChoiceAndStreamedOutput) {
+    const Dims dims{320, 256, 256};
+    const std::vector<float> data = field<float>(dims, 33);
+    for (zb_predictor pred : {ZB_PRED_AUTO, ZB_PRED_LORENZO}) {
+        const zb_encoder enc = pred == ZB_PRED_AUTO ? ZB_ENC_AUTO : ZB_ENC_FAST;
+        std::vector<uint8_t> first;
+        for (int t : {1, 3, 16}) {
+            const zbt::Stream s = zbt::compress(data, dims, cpu_params<float>(ZB_MODE_REL, pred, enc, t));
+            ASSERT_EQ(s.status, ZB_OK);
+            if (first.empty()) first = s.bytes;
+            else ASSERT_EQ(s.bytes, first) << "predictor " << pred << ", " << t << " threads";
+        }
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(first.data(), first.size(), &info), ZB_OK);
+        std::vector<float> ref(data.size());
+        for (int t : {1, 16}) {
+            ThreadsEnv env(t);
+            std::vector<float> out(data.size());
+            ASSERT_EQ(zbt::decompress(first, out), ZB_OK);
+            if (t == 1) {
+                ref = out;
+                EXPECT_EQ(zbt::count_violations(data, out, info.abs_bound, true, -9999.0f), 0u) << "predictor " << pred;
+                continue;
+            }
+            size_t differ = 0;
+            for (size_t i = 0; i < out.size(); ++i) differ += zbt::bits(out[i]) != zbt::bits(ref[i]);
+            EXPECT_EQ(differ, 0u) << "predictor " << pred << ", 16 decompression threads";
+        }
+    }
+}
 
 }  // namespace
