@@ -106,9 +106,9 @@ template <typename T> void check_all(uint32_t seed) {
 TEST(Threads, SameBytesAndValuesForAnyThreadCountF32) { check_all<float>(31); }
 TEST(Threads, SameBytesAndValuesForAnyThreadCountF64) { check_all<double>(32); }
 
-// An 84 MB array: the pipeline choice's sample (n / 32 values: work for 9 threads) is compressed by its four
-// candidates side by side at 16 threads and one after the other at 1 and 3 (pipeline_choice.cpp), and the decoded
-// values are written with streaming stores (kStreamingBytes). Same bytes and values either way.
+// An 84 MB array: the pipeline choice's sample (n / 32 values) is compressed on 9 threads when 16 are asked for
+// (pipeline_choice.cpp), and the decoded values are written with streaming stores (kStreamingBytes). Same bytes and
+// values for any thread count.
 TEST(Threads, LargeArrayAutoChoiceAndStreamedOutput) {
     const Dims dims{320, 256, 256};
     const std::vector<float> data = field<float>(dims, 33);
