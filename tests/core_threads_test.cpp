@@ -16,21 +16,9 @@ using Dims = std::vector<size_t>;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 16};
 
-// Sets ZBOUND_THREADS (decompression has no thread parameter) for the lifetime of the object.
-class ThreadsEnv {
-public:
-    explicit ThreadsEnv(int t) {
-        if (const char *e = std::getenv("ZBOUND_THREADS")) saved_ = e, had_ = true;
-        setenv("ZBOUND_THREADS", std::to_string(t).c_str(), 1);
-    }
-    ~ThreadsEnv() {
-        if (had_) setenv("ZBOUND_THREADS", saved_.c_str(), 1);
-        else unsetenv("ZBOUND_THREADS");
-    }
-
-private:
-    std::string saved_;
-    bool had_ = false;
+// ZBOUND_THREADS for the lifetime of the object (decompression has no thread parameter).
+struct ThreadsEnv : zbt::ScopedEnv {
+    explicit ThreadsEnv(int t) : zbt::ScopedEnv("ZBOUND_THREADS", std::to_string(t).c_str()) {}
 };
 
 // A smooth field with jumps (escapes: deltas beyond the code radius), NaN and a fill value (exceptions).

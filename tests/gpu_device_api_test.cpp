@@ -3,6 +3,7 @@
 // truncated and corrupted streams; for the Lorenzo predictor with the fast encoder (v1) and the ratio encoder (v2/v4),
 // and for the point-wise relative bound (format v5, every value checked against pw * |x|).
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 #include "gpu_test_util.h"
@@ -287,6 +288,39 @@ TEST(GpuDeviceApi, RoundTrip) {
 #endif
 
 // Where no GPU can be used the library still loads and says so cleanly.
+// AUTO decodes a Lorenzo + fast stream on the CPU when the call gets 12 threads or more (api.cpp: there it is faster
+// than the GPU's host path), on the GPU with fewer; a ratio stream on the GPU either way. The same values each time.
+TEST(GpuBackendChoice, FastStreamsDecodeOnTheCpuWithManyThreads) {
+    if (!zb_gpu_available()) GTEST_SKIP() << "no usable GPU";
+    const zbt::ScopedEnv no_forced_backend("ZBOUND_BACKEND", nullptr);
+    const std::vector<size_t> dims{64, 128, 256};   // 8 MB: above the size where AUTO starts using the GPU
+    const std::vector<float> data = zbt::smooth_field<float>(dims, 0.01, 41, 280.0);
+    for (zb_encoder enc : {ZB_ENC_FAST, ZB_ENC_RATIO}) {
+        zb_params p = zb_params_default();
+        p.mode = ZB_MODE_REL;
+        p.bound = 1e-3;
+        p.predictor = ZB_PRED_LORENZO;
+        p.encoder = enc;
+        const zbt::Stream s = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        std::vector<float> ref(data.size());
+        ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), ref.data(), ref.size() * 4, ZB_BACKEND_CPU, nullptr),
+                  ZB_OK);
+        for (int threads : {2, 16}) {
+            const zbt::ScopedEnv env("ZBOUND_THREADS", std::to_string(threads).c_str());
+            std::vector<float> out(data.size());
+            zb_run_stats st{};
+            ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), out.data(), out.size() * 4, ZB_BACKEND_AUTO, &st),
+                      ZB_OK)
+                << zb_last_error();
+            const bool cpu = enc == ZB_ENC_FAST && threads >= 12;
+            EXPECT_EQ(st.backend_used, cpu ? ZB_BACKEND_CPU : ZB_BACKEND_GPU) << "encoder " << enc << ", " << threads
+                                                                               << " threads";
+            EXPECT_TRUE(std::memcmp(out.data(), ref.data(), out.size() * 4) == 0) << "encoder " << enc;
+        }
+    }
+}
+
 TEST(GpuAvailability, ReportsCleanly) {
     const int a = zb_gpu_available();
     EXPECT_TRUE(a == 0 || a == 1);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -14,6 +15,26 @@
 #include "zbound.h"
 
 namespace zbt {
+
+// Sets (or, with value null, unsets) an environment variable for the lifetime of the object, then restores it.
+class ScopedEnv {
+public:
+    ScopedEnv(const char *name, const char *value) : name_(name) {
+        if (const char *e = std::getenv(name)) saved_ = e, had_ = true;
+        if (value) setenv(name, value, 1);
+        else unsetenv(name);
+    }
+    ~ScopedEnv() {
+        if (had_) setenv(name_.c_str(), saved_.c_str(), 1);
+        else unsetenv(name_.c_str());
+    }
+    ScopedEnv(const ScopedEnv &) = delete;
+    ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+    std::string name_, saved_;
+    bool had_ = false;
+};
 
 template <typename T> constexpr zb_dtype dtype_of() { return sizeof(T) == 8 ? ZB_F64 : ZB_F32; }
 

@@ -58,6 +58,12 @@ size_t gpu_min_bytes() {
     return v;
 }
 
+// AUTO decodes a Lorenzo + fast stream on the CPU when the call gets at least this many threads: there it decodes
+// at 1.3-1.7 GB/s per thread with 16 threads (16 MB chunks on the device machine: 20-27 GB/s), while the GPU's host
+// path is bound by the download of the values through pinned memory (13-19 GB/s; bench/RESULTS.md, session 10).
+// The values are the same either way (DESIGN invariant 4); the other pipelines decode faster on the GPU.
+constexpr int kCpuFastDecodeThreads = 12;
+
 // The GPU ops to use for a call, or nullptr for the CPU. Sets `required` when the caller insisted on the GPU.
 const zb::GpuOps *choose_gpu(zb_backend requested, size_t bytes, bool &required) {
     const zb_backend b = resolve_backend(requested);
@@ -204,8 +210,11 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
                                                       " bytes, the stream decodes to " +
                                                       std::to_string(out_bytes));
     bool required = false;
-    const zb::GpuOps *gpu = choose_gpu(backend, out_bytes, required);
     const bool pw_rel = h.version == zb::kFormatVersionV5;
+    const bool cpu_faster = resolve_backend(backend) == ZB_BACKEND_AUTO && !pw_rel &&
+                            h.predictor == zb::kPredLorenzo && h.encoder == zb::kEncFast &&
+                            nt >= kCpuFastDecodeThreads;
+    const zb::GpuOps *gpu = cpu_faster ? nullptr : choose_gpu(backend, out_bytes, required);
     // The GPU decodes every stream (raw passthrough is always version 1; version 5: the transform, the inner stream
     // and the exceptions on the device, cuda/pwrel_gpu.cu); the CPU is the reference and the fallback.
     zb_status settled;
