@@ -288,35 +288,42 @@ TEST(GpuDeviceApi, RoundTrip) {
 #endif
 
 // Where no GPU can be used the library still loads and says so cleanly.
-// AUTO decodes a Lorenzo + fast stream on the CPU when the call gets 12 threads or more (api.cpp: there it is faster
-// than the GPU's host path), on the GPU with fewer; a ratio stream on the GPU either way. The same values each time.
+// AUTO decodes a Lorenzo + fast stream of 32 MiB or more on the CPU when the call gets 12 threads or more (api.cpp:
+// there it is faster than the GPU's host path), on the GPU with fewer or when smaller; a ratio stream on the GPU
+// either way. The same values each time.
 TEST(GpuBackendChoice, FastStreamsDecodeOnTheCpuWithManyThreads) {
     if (!zb_gpu_available()) GTEST_SKIP() << "no usable GPU";
     const zbt::ScopedEnv no_forced_backend("ZBOUND_BACKEND", nullptr);
-    const std::vector<size_t> dims{64, 128, 256};   // 8 MB: above the size where AUTO starts using the GPU
-    const std::vector<float> data = zbt::smooth_field<float>(dims, 0.01, 41, 280.0);
-    for (zb_encoder enc : {ZB_ENC_FAST, ZB_ENC_RATIO}) {
-        zb_params p = zb_params_default();
-        p.mode = ZB_MODE_REL;
-        p.bound = 1e-3;
-        p.predictor = ZB_PRED_LORENZO;
-        p.encoder = enc;
-        const zbt::Stream s = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
-        ASSERT_EQ(s.status, ZB_OK);
-        std::vector<float> ref(data.size());
-        ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), ref.data(), ref.size() * 4, ZB_BACKEND_CPU, nullptr),
-                  ZB_OK);
-        for (int threads : {2, 16}) {
-            const zbt::ScopedEnv env("ZBOUND_THREADS", std::to_string(threads).c_str());
-            std::vector<float> out(data.size());
-            zb_run_stats st{};
-            ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), out.data(), out.size() * 4, ZB_BACKEND_AUTO, &st),
-                      ZB_OK)
-                << zb_last_error();
-            const bool cpu = enc == ZB_ENC_FAST && threads >= 12;
-            EXPECT_EQ(st.backend_used, cpu ? ZB_BACKEND_CPU : ZB_BACKEND_GPU) << "encoder " << enc << ", " << threads
-                                                                               << " threads";
-            EXPECT_TRUE(std::memcmp(out.data(), ref.data(), out.size() * 4) == 0) << "encoder " << enc;
+    // 42 MB and 8 MB, both above the size where AUTO starts using the GPU.
+    const std::vector<std::vector<size_t>> shapes{{80, 128, 1024}, {64, 128, 256}};
+    for (const std::vector<size_t> &dims : shapes) {
+        const std::vector<float> data = zbt::smooth_field<float>(dims, 0.01, 41, 280.0);
+        const bool large = data.size() * 4 >= (size_t(32) << 20);
+        for (zb_encoder enc : {ZB_ENC_FAST, ZB_ENC_RATIO}) {
+            zb_params p = zb_params_default();
+            p.mode = ZB_MODE_REL;
+            p.bound = 1e-3;
+            p.predictor = ZB_PRED_LORENZO;
+            p.encoder = enc;
+            const zbt::Stream s = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+            ASSERT_EQ(s.status, ZB_OK);
+            std::vector<float> ref(data.size());
+            ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), ref.data(), ref.size() * 4, ZB_BACKEND_CPU,
+                                    nullptr),
+                      ZB_OK);
+            for (int threads : {2, 16}) {
+                const zbt::ScopedEnv env("ZBOUND_THREADS", std::to_string(threads).c_str());
+                std::vector<float> out(data.size());
+                zb_run_stats st{};
+                ASSERT_EQ(zb_decompress(s.bytes.data(), s.bytes.size(), out.data(), out.size() * 4, ZB_BACKEND_AUTO,
+                                        &st),
+                          ZB_OK)
+                    << zb_last_error();
+                const bool cpu = enc == ZB_ENC_FAST && threads >= 12 && large;
+                EXPECT_EQ(st.backend_used, cpu ? ZB_BACKEND_CPU : ZB_BACKEND_GPU)
+                    << "encoder " << enc << ", " << threads << " threads, " << data.size() << " values";
+                EXPECT_TRUE(std::memcmp(out.data(), ref.data(), out.size() * 4) == 0) << "encoder " << enc;
+            }
         }
     }
 }

@@ -58,11 +58,14 @@ size_t gpu_min_bytes() {
     return v;
 }
 
-// AUTO decodes a Lorenzo + fast stream on the CPU when the call gets at least this many threads: there it decodes
-// at 1.3-1.7 GB/s per thread with 16 threads (16 MB chunks on the device machine: 20-27 GB/s), while the GPU's host
-// path is bound by the download of the values through pinned memory (13-19 GB/s; bench/RESULTS.md, session 10).
-// The values are the same either way (DESIGN invariant 4); the other pipelines decode faster on the GPU.
+// AUTO decodes a Lorenzo + fast stream of at least kCpuFastDecodeMinBytes on the CPU when the call gets at least
+// kCpuFastDecodeThreads threads: the GPU's host path is bound by the download of the values through pinned memory
+// (64 MB on the device machine, H200 with 16 Xeon cores: 21.6-22.3 GB/s), while 16 threads decode there at 27-31
+// GB/s. At 16 MB the two were even over two machine sessions (CPU 12.3 and 20-27 GB/s, GPU 20.9 and 13-19: the
+// CPU's fixed costs per call weigh more), so smaller arrays stay on the GPU (bench/RESULTS.md, session 10). The
+// values are the same either way (DESIGN invariant 4); the other pipelines decode faster on the GPU.
 constexpr int kCpuFastDecodeThreads = 12;
+constexpr size_t kCpuFastDecodeMinBytes = size_t(32) << 20;
 
 // The GPU ops to use for a call, or nullptr for the CPU. Sets `required` when the caller insisted on the GPU.
 const zb::GpuOps *choose_gpu(zb_backend requested, size_t bytes, bool &required) {
@@ -213,7 +216,7 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     const bool pw_rel = h.version == zb::kFormatVersionV5;
     const bool cpu_faster = resolve_backend(backend) == ZB_BACKEND_AUTO && !pw_rel &&
                             h.predictor == zb::kPredLorenzo && h.encoder == zb::kEncFast &&
-                            nt >= kCpuFastDecodeThreads;
+                            nt >= kCpuFastDecodeThreads && out_bytes >= kCpuFastDecodeMinBytes;
     const zb::GpuOps *gpu = cpu_faster ? nullptr : choose_gpu(backend, out_bytes, required);
     // The GPU decodes every stream (raw passthrough is always version 1; version 5: the transform, the inner stream
     // and the exceptions on the device, cuda/pwrel_gpu.cu); the CPU is the reference and the fallback.
