@@ -343,7 +343,20 @@ TEST(LorenzoInverse, MatchesPrefixSumDefinition) {
 }
 
 // Outputs of kStreamingBytes or more are written through a buffer with non-temporal stores: the same values, on the
-// band path (1, 3 threads) and the slab path (16 threads: a layer of 16 rows has too few bands), float and double.
+// band path (1, 3 threads) and the slab path (16 threads: a layer of 16 rows has too few bands), float and double,
+// and in rank 1.
+// Values of lorenzo_inverse_dequantize(d) on nt threads that differ from dequantize(ref) (eb 0.25).
+template <typename T>
+uint64_t inverse_differences(const std::vector<uint32_t> &d, const zb::Shape &s, int nt,
+                             const std::vector<uint32_t> &ref) {
+    std::vector<uint32_t> q = d;
+    std::vector<T> out(s.n);
+    zb::lorenzo_inverse_dequantize(q.data(), s, nt, 0.5, out.data());
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (T)((double)(int32_t)ref[i] * 0.5);
+    return differ;
+}
+
 TEST(LorenzoInverse, StreamedLargeOutputMatchesDefinition) {
     zb::Shape s;
     s.rank = 3;
@@ -360,20 +373,15 @@ TEST(LorenzoInverse, StreamedLargeOutputMatchesDefinition) {
     for (uint64_t i = nx; i < s.n; ++i)
         if (i / nx % s.ny()) ref[i] += ref[i - nx];
     for (uint64_t i = layer; i < s.n; ++i) ref[i] += ref[i - layer];
-    for (int nt : {1, 3, 16}) {
-        std::vector<uint32_t> q = d;
-        std::vector<float> out(s.n);
-        zb::lorenzo_inverse_dequantize(q.data(), s, nt, 0.5, out.data());
-        uint64_t differ = 0;
-        for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (float)((double)(int32_t)ref[i] * 0.5);
-        EXPECT_EQ(differ, 0u) << "float, threads " << nt;
-    }
-    std::vector<uint32_t> q = d;
-    std::vector<double> out(s.n);
-    zb::lorenzo_inverse_dequantize(q.data(), s, 16, 0.5, out.data());
-    uint64_t differ = 0;
-    for (uint64_t i = 0; i < s.n; ++i) differ += out[i] != (double)(int32_t)ref[i] * 0.5;
-    EXPECT_EQ(differ, 0u) << "double";
+    for (int nt : {1, 3, 16}) EXPECT_EQ(inverse_differences<float>(d, s, nt, ref), 0u) << "float, threads " << nt;
+    EXPECT_EQ(inverse_differences<double>(d, s, 16, ref), 0u) << "double";
+    // Rank 1: one row, in slabs of the row.
+    zb::Shape row;
+    row.rank = 1;
+    row.n = row.dims[0] = s.n;
+    std::vector<uint32_t> ref1 = d;
+    for (uint64_t i = 1; i < s.n; ++i) ref1[i] += ref1[i - 1];
+    for (int nt : {1, 3}) EXPECT_EQ(inverse_differences<float>(d, row, nt, ref1), 0u) << "rank 1, threads " << nt;
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
 // the user's array) often reads them right away, from the cache.
 constexpr uint64_t kStreamingBytes = uint64_t(64) << 20;
 // memcpy with non-temporal stores where the CPU has them (x86-64), memcpy elsewhere. The stores are weakly ordered:
-// the thread calls stream_fence() before other threads may read what it wrote (an OpenMP barrier does not order them).
+// the writing thread calls stream_fence() (sfence) before other threads may read what it wrote.
 void copy_streaming(void *dst, const void *src, size_t bytes);
 void stream_fence();
 

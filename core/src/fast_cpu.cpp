@@ -269,16 +269,20 @@ ZB_ALWAYS_INLINE void codes_to_deltas(const uint16_t *__restrict c, uint32_t *__
 }
 ZB_SIMD_CLONES(codes_to_deltas)
 
-// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized).
+// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized),
+// into out or, streaming (kStreamingBytes), into a buffer that copy_streaming writes out.
 template <typename T>
 ZB_ALWAYS_INLINE uint32_t scan_dequantize(const uint32_t *__restrict d, uint64_t n, uint32_t carry,
-                                          T *__restrict out, double twoeb) {
+                                          T *__restrict out, double twoeb, bool streaming) {
     constexpr uint64_t kChunk = 1024;
     uint32_t buf[kChunk];
+    alignas(64) T values[kChunk];
     for (uint64_t c0 = 0; c0 < n; c0 += kChunk) {
         const uint64_t m = std::min(kChunk, n - c0);
         for (uint64_t i = 0; i < m; ++i) buf[i] = carry += d[c0 + i];
-        for (uint64_t i = 0; i < m; ++i) out[c0 + i] = dequantize<T>((int32_t)buf[i], twoeb);
+        T *__restrict o = streaming ? values : out + c0;
+        for (uint64_t i = 0; i < m; ++i) o[i] = dequantize<T>((int32_t)buf[i], twoeb);
+        if (streaming) copy_streaming(out + c0, values, (size_t)m * sizeof(T));
     }
     return carry;
 }
@@ -298,8 +302,9 @@ template <typename T, class Source>
 void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
     std::vector<uint32_t> sums((size_t)nt);
     const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
-    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double);
+    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double, bool);
     const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
+    const bool streaming = n * sizeof(T) >= kStreamingBytes;
 #pragma omp parallel num_threads(nt)
     {
         const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
@@ -314,8 +319,9 @@ void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint6
             for (uint64_t k = 0; k < t; ++k) carry += sums[k];
         }
         src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
-            carry = scan(d, count, carry, out + i, twoeb);
+            carry = scan(d, count, carry, out + i, twoeb, streaming);
         });
+        if (streaming) stream_fence();
     }
 }
 

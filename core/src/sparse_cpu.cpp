@@ -162,8 +162,10 @@ ZB_TARGET_AVX2 void bitunshuffle_planes_avx2(const uint8_t *const planes[16], ui
     };
     for (int k = 0; k < kPlaneBytes; k += 4) {
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-        for (int i = 0; i < nlo; ++i) lo = _mm256_or_si256(lo, _mm256_and_si256(plane_bits(lo_planes[i] + k), lo_bit[i]));
-        for (int i = 0; i < nhi; ++i) hi = _mm256_or_si256(hi, _mm256_and_si256(plane_bits(hi_planes[i] + k), hi_bit[i]));
+        for (int i = 0; i < nlo; ++i)
+            lo = _mm256_or_si256(lo, _mm256_and_si256(plane_bits(lo_planes[i] + k), lo_bit[i]));
+        for (int i = 0; i < nhi; ++i)
+            hi = _mm256_or_si256(hi, _mm256_and_si256(plane_bits(hi_planes[i] + k), hi_bit[i]));
         // unpack works per 128-bit half: c0 = codes 0-7 | 16-23, c1 = codes 8-15 | 24-31.
         const __m256i c0 = _mm256_unpacklo_epi8(lo, hi), c1 = _mm256_unpackhi_epi8(lo, hi);
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes + 8 * k), _mm256_permute2x128_si256(c0, c1, 0x20));
@@ -195,7 +197,9 @@ void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes) {
     }
 }
 #else
-void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes) { bitunshuffle_planes_portable(planes, codes); }
+void bitunshuffle_planes(const uint8_t *const planes[16], uint16_t *codes) {
+    bitunshuffle_planes_portable(planes, codes);
+}
 #endif
 
 namespace {

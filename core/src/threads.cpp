@@ -43,7 +43,8 @@ void copy_streaming(void *dst, const void *src, size_t bytes) {
     d += head, s += head, bytes -= head;
     for (; bytes >= 64; bytes -= 64, d += 64, s += 64)
         for (int k = 0; k < 4; ++k)
-            _mm_stream_si128(reinterpret_cast<__m128i *>(d) + k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(s) + k));
+            _mm_stream_si128(reinterpret_cast<__m128i *>(d) + k,
+                             _mm_loadu_si128(reinterpret_cast<const __m128i *>(s) + k));
     for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
         _mm_stream_si128(reinterpret_cast<__m128i *>(d), _mm_loadu_si128(reinterpret_cast<const __m128i *>(s)));
     std::memcpy(d, s, bytes);
