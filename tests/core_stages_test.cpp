@@ -251,47 +251,62 @@ TEST(ValueRange, MatchesPlainLoopF64) { check_value_range<double>(); }
 
 // Exceptions: the edge mask (bit i = exc[i] != exc[i-1]) against its definition, and the round trip of mask and
 // values, for lengths around multiples of 8 and masks from empty to full (runs, isolated points, the last value).
-TEST(Exceptions, EdgeMaskAndRoundTrip) {
-    std::mt19937 rng(11);
-    for (uint64_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 4099u}) {
-        for (int density : {0, 1, 10, 50, 100}) {
-            std::vector<uint8_t> exc(n);
-            std::vector<float> x(n);
-            for (uint64_t i = 0; i < n; ++i) {
-                exc[i] = (uint8_t)((int)(rng() % 100) < density);
-                x[i] = (float)(rng() % 5);   // repeated values: runs of equal exceptions
-            }
-            if (n > 2 && density == 1) exc[n - 1] = 1;   // an exception in the last (possibly partial) byte
-            zb::ExceptionStreams<float> ex;
-            zb::encode_exceptions(x.data(), exc.data(), n, ex, 2);
-            uint64_t count = 0;
-            for (uint8_t e : exc) count += e;
-            ASSERT_EQ(ex.count, count);
-            const uint64_t mask_bytes = (n + 7) / 8;
-            std::vector<uint8_t> edge(mask_bytes);
-            ASSERT_TRUE(zb::sparse_decode(ex.edge_flags.data(), reinterpret_cast<const uint8_t *>(ex.edge_blocks.data()),
-                                          ex.edge_nonzero_blocks(), mask_bytes, edge.data()));
-            for (uint64_t i = 0; i < n; ++i) {
-                const bool expected = exc[i] != (i ? exc[i - 1] : 0);
-                ASSERT_EQ(((edge[i / 8] >> (i % 8)) & 1) != 0, expected) << "n " << n << " i " << i;
-            }
-            for (uint64_t i = n; i < mask_bytes * 8; ++i) ASSERT_EQ((edge[i / 8] >> (i % 8)) & 1, 0) << "padding";
-            zb::ByteSpan seg[zb::kExceptionSegmentCount];
-            for (int i = 0; i < zb::kExceptionSegmentCount; ++i)
-                seg[i] = {static_cast<const uint8_t *>(ex.segment_data(i)), ex.segment_length(i)};
-            std::vector<float> out(n, -1.0f);
-            std::vector<uint8_t> mask(n, 0);
-            std::string msg;
-            ASSERT_TRUE(zb::decode_exceptions(seg, n, ex.count, ex.run_values.size(), out.data(), mask.data(), msg))
-                << msg;
-            for (uint64_t i = 0; i < n; ++i) {
-                ASSERT_EQ(mask[i], exc[i]) << "n " << n << " i " << i;
-                if (exc[i]) {
-                    ASSERT_EQ(out[i], x[i]);
-                }
-            }
+// One exception mask of density % and values with short runs (drawn from five) or long ones (a value held for tens
+// to hundreds of values, as in a NaN or fill region, changing anywhere inside a group of eight): the edge mask and the
+// run count against their definitions, and the round trip.
+void check_exception_streams(uint64_t n, int density, bool long_runs, std::mt19937 &rng) {
+    SCOPED_TRACE("n " + std::to_string(n) + " density " + std::to_string(density) + (long_runs ? " long runs" : ""));
+    std::vector<uint8_t> exc(n);
+    std::vector<float> x(n);
+    float held = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        exc[i] = (uint8_t)((int)(rng() % 100) < density);
+        if (long_runs && rng() % 97 == 0) held = (float)(rng() % 5);
+        x[i] = long_runs ? held : (float)(rng() % 5);   // repeated values: runs of equal exceptions
+    }
+    if (n > 2 && density == 1) exc[n - 1] = 1;   // an exception in the last (possibly partial) byte
+    zb::ExceptionStreams<float> ex;
+    zb::encode_exceptions(x.data(), exc.data(), n, ex, 2);
+    uint64_t count = 0, runs = 0;
+    int64_t last = -1;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (!exc[i]) continue;
+        ++count;
+        runs += last < 0 || zbt::bits(x[i]) != zbt::bits(x[(size_t)last]);
+        last = (int64_t)i;
+    }
+    ASSERT_EQ(ex.count, count);
+    ASSERT_EQ(ex.run_values.size(), runs);
+    const uint64_t mask_bytes = (n + 7) / 8;
+    std::vector<uint8_t> edge(mask_bytes);
+    ASSERT_TRUE(zb::sparse_decode(ex.edge_flags.data(), reinterpret_cast<const uint8_t *>(ex.edge_blocks.data()),
+                                  ex.edge_nonzero_blocks(), mask_bytes, edge.data()));
+    for (uint64_t i = 0; i < n; ++i) {
+        const bool expected = exc[i] != (i ? exc[i - 1] : 0);
+        ASSERT_EQ(((edge[i / 8] >> (i % 8)) & 1) != 0, expected) << "i " << i;
+    }
+    for (uint64_t i = n; i < mask_bytes * 8; ++i) ASSERT_EQ((edge[i / 8] >> (i % 8)) & 1, 0) << "padding";
+    zb::ByteSpan seg[zb::kExceptionSegmentCount];
+    for (int i = 0; i < zb::kExceptionSegmentCount; ++i)
+        seg[i] = {static_cast<const uint8_t *>(ex.segment_data(i)), ex.segment_length(i)};
+    std::vector<float> out(n, -1.0f);
+    std::vector<uint8_t> mask(n, 0);
+    std::string msg;
+    ASSERT_TRUE(zb::decode_exceptions(seg, n, ex.count, ex.run_values.size(), out.data(), mask.data(), msg)) << msg;
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(mask[i], exc[i]) << "i " << i;
+        if (exc[i]) {
+            ASSERT_EQ(out[i], x[i]) << "i " << i;
         }
     }
+}
+
+// Sizes across bytes, blocks and the 64K-value chunks of the encoder's parallel passes.
+TEST(Exceptions, EdgeMaskAndRoundTrip) {
+    std::mt19937 rng(11);
+    for (uint64_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 4099u, 140001u})
+        for (int density : {0, 1, 10, 50, 90, 100})
+            for (bool long_runs : {false, true}) check_exception_streams(n, density, long_runs, rng);
 }
 
 // The Lorenzo inverse with dequantization against the N-D prefix sum by its definition (plain loops, mod 2^32), bit
