@@ -60,11 +60,17 @@ inline uint64_t exception_edges(const uint8_t *exc, uint64_t n, uint64_t b0, uin
         uint64_t carry = b ? (exc[8 * b - 1] != 0) : 0;   // the mask bit before the first
         const __m128i zero = _mm_setzero_si128();
         for (; b + 8 <= b1 && 8 * (b + 8) <= n; b += 8) {
-            uint64_t m = 0;
-            for (int k = 0; k < 4; ++k) {
-                const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(exc + 8 * b + 16 * k));
-                m |= (uint64_t)((uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) ^ 0xFFFFu) << (16 * k);
+            __m128i v[4];
+            for (int k = 0; k < 4; ++k)
+                v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(exc + 8 * b + 16 * k));
+            const __m128i any = _mm_or_si128(_mm_or_si128(v[0], v[1]), _mm_or_si128(v[2], v[3]));
+            if (!carry && _mm_movemask_epi8(_mm_cmpeq_epi8(any, zero)) == 0xFFFF) {
+                std::memset(edge + b, 0, 8);   // 64 values without an exception and none before: no edge
+                continue;
             }
+            uint64_t m = 0;
+            for (int k = 0; k < 4; ++k)
+                m |= (uint64_t)((uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[k], zero)) ^ 0xFFFFu) << (16 * k);
             const uint64_t e = m ^ ((m << 1) | carry);
             std::memcpy(edge + b, &e, 8);   // little-endian: byte j holds bits 8j .. 8j+7
             carry = m >> 63;
