@@ -20,6 +20,7 @@
 #include "zb_cpu.h"
 #include "zb_ratio.h"
 #include "zb_scratch.h"
+#include "zb_simd.h"
 
 namespace zb {
 namespace {
@@ -673,86 +674,96 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
 
 namespace {
 
-// Decodes cnt symbols starting at bit `pos` of `bits` into out; returns the bit position after them, or ~0 when a
-// bit pattern is no code (possible only with a single-symbol codebook or corrupt data) or a run token overruns the
-// sub-block.
+// One sub-block being decoded: cnt symbols from bit `pos` of the bitstream into out.
+struct SubBlockCursor {
+    uint64_t pos, cnt, i = 0;
+    uint16_t *out;
+    bool bad = false;   // a bit pattern that is no code (a single-symbol codebook or corrupt data), or a run token
+                        // that overruns the sub-block
+    bool active() const { return i < cnt && !bad; }
+};
+
+// The code tables of one codebook, for decode_step.
+struct CodeTables {
+    const RatioCodebook &cb;
+    const uint32_t *lut, *limit;
+};
+
+// Decodes what one 64-bit load of c's bitstream holds (at least 57 bits: three codes of at most 16 bits, or items
+// of a code and at most 12 extra bits while 28 bits remain). Two cursors stepped in turn decode two sub-blocks as
+// two independent chains of table lookups, which a core overlaps (one chain is latency-bound).
 template <bool kRuns>
-inline uint64_t decode_sub_block(const uint8_t *bits, uint64_t pos, uint64_t cnt, const RatioCodebook &cb,
-                                 const uint32_t *lut, const uint32_t *limit, uint16_t *out) {
+ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const CodeTables &t) {
     constexpr int K = kRatioLutBits;
-    const int maxl = cb.max_len;
-    const uint32_t A = cb.symbols;
-    const uint16_t z = (uint16_t)cb.run_symbol;
-    auto slow = [&](uint64_t w, uint32_t &len) -> uint32_t {
-        const uint32_t w16 = (uint32_t)(w >> 48);
-        for (int l = K + 1; l <= maxl; ++l)
-            if (w16 < limit[l]) {
+    const RatioCodebook &cb = t.cb;
+    auto code = [&](uint64_t w, uint32_t &len) -> uint32_t {
+        const uint32_t e = t.lut[w >> (64 - K)];
+        len = e & 31;
+        if (len) return e >> 16;
+        const uint32_t w16 = (uint32_t)(w >> 48);   // a code longer than K bits
+        for (int l = K + 1; l <= cb.max_len; ++l)
+            if (w16 < t.limit[l]) {
                 len = (uint32_t)l;
                 return cb.perm[cb.base[l] + (w16 >> (kRatioMaxCodeLength - l)) - cb.first[l]];
             }
-        len = 0;
-        return 0;
+        return 0;   // len 0: no code
     };
-    uint64_t i = 0;
-    if (kRuns) {
-        // One 64-bit load gives >= 57 bits: items (a code of <= 16 bits and <= 12 extra bits) while >= 28 remain.
-        while (i < cnt) {
-            uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
-            int avail = 57;
-            do {
-                const uint32_t e = lut[w >> (64 - K)];
-                uint32_t l = e & 31, s = e >> 16;
-                if (!l) {
-                    s = slow(w, l);
-                    if (!l) return ~0ull;
-                }
-                w <<= l;
-                pos += l;
-                avail -= (int)l;
-                if (s < A) {
-                    out[i++] = (uint16_t)s;
-                    continue;
-                }
-                const int xb = ratio_run_extra_bits(s - A);
-                const uint32_t extra = xb ? (uint32_t)(w >> (64 - xb)) : 0u;
-                w <<= xb;
-                pos += (uint64_t)xb;
-                avail -= xb;
-                const uint32_t L = ratio_run_length(s - A, extra);
-                if (L > cnt - i) return ~0ull;
-                std::fill(out + i, out + i + L, z);
-                i += L;
-            } while (avail >= 28 && i < cnt);
-        }
-        return pos;
-    }
-    // One 64-bit load gives >= 57 bits: three codes of at most 16 bits.
-    for (; i + 3 <= cnt; i += 3) {
-        uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
-        for (int k = 0; k < 3; ++k) {
-            const uint32_t e = lut[w >> (64 - K)];
-            uint32_t l = e & 31, s = e >> 16;
+    uint64_t w = load_be64(bits + (c.pos >> 3)) << (c.pos & 7);
+    if (!kRuns) {
+        const int codes = c.cnt - c.i >= 3 ? 3 : 1;
+        for (int k = 0; k < codes; ++k) {
+            uint32_t l;
+            const uint32_t s = code(w, l);
             if (!l) {
-                s = slow(w, l);
-                if (!l) return ~0ull;
+                c.bad = true;
+                return;
             }
-            out[i + (uint64_t)k] = (uint16_t)s;
+            c.out[c.i++] = (uint16_t)s;
             w <<= l;
-            pos += l;
+            c.pos += l;
         }
+        return;
     }
-    for (; i < cnt; ++i) {
-        const uint64_t w = load_be64(bits + (pos >> 3)) << (pos & 7);
-        const uint32_t e = lut[w >> (64 - K)];
-        uint32_t l = e & 31, s = e >> 16;
+    const uint32_t A = cb.symbols;
+    int avail = 57;
+    do {
+        uint32_t l;
+        const uint32_t s = code(w, l);
         if (!l) {
-            s = slow(w, l);
-            if (!l) return ~0ull;
+            c.bad = true;
+            return;
         }
-        out[i] = (uint16_t)s;
-        pos += l;
+        w <<= l;
+        c.pos += l;
+        avail -= (int)l;
+        if (s < A) {
+            c.out[c.i++] = (uint16_t)s;
+            continue;
+        }
+        const int xb = ratio_run_extra_bits(s - A);
+        const uint32_t extra = xb ? (uint32_t)(w >> (64 - xb)) : 0u;
+        w <<= xb;
+        c.pos += (uint64_t)xb;
+        avail -= xb;
+        const uint32_t L = ratio_run_length(s - A, extra);
+        if (L > c.cnt - c.i) {
+            c.bad = true;
+            return;
+        }
+        std::fill(c.out + c.i, c.out + c.i + L, (uint16_t)cb.run_symbol);
+        c.i += L;
+    } while (avail >= 28 && c.i < c.cnt);
+}
+
+// Decodes the sub-blocks of a and b (b may be empty: cnt 0), interleaved while both have symbols left.
+template <bool kRuns>
+void decode_sub_blocks(const uint8_t *bits, SubBlockCursor &a, SubBlockCursor &b, const CodeTables &t) {
+    while (a.active() && b.active()) {
+        decode_step<kRuns>(bits, a, t);
+        decode_step<kRuns>(bits, b, t);
     }
-    return pos;
+    while (a.active()) decode_step<kRuns>(bits, a, t);
+    while (b.active()) decode_step<kRuns>(bits, b, t);
 }
 
 }  // namespace
@@ -831,18 +842,28 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         // 3. sub-blocks in parallel
         RatioDecodeTables tab;
         ratio_build_decode_tables(cb, tab);
+        const CodeTables tables{cb, tab.lut.data(), tab.limit};
         std::atomic<uint64_t> bad{~0ull};
-#pragma omp parallel for num_threads(T) schedule(dynamic, 4)
-        for (int64_t j = 0; j < (int64_t)B; ++j) {
-            const uint64_t i0 = (uint64_t)j * S, cnt = std::min(S, n - i0);
-            const uint64_t end =
-                cb.runs ? decode_sub_block<true>(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit, symbols + i0)
-                        : decode_sub_block<false>(bits, start[(size_t)j], cnt, cb, tab.lut.data(), tab.limit,
-                                                  symbols + i0);
-            if (end != start[(size_t)j + 1]) {
-                uint64_t cur = bad.load();
-                while ((uint64_t)j < cur && !bad.compare_exchange_weak(cur, (uint64_t)j)) {
-                }
+        auto mark_bad = [&](uint64_t j) {   // the lowest bad sub-block is reported
+            uint64_t cur = bad.load();
+            while (j < cur && !bad.compare_exchange_weak(cur, j)) {
+            }
+        };
+        // Sub-blocks two at a time (decode_step: two chains of lookups), pairs taken in turn.
+#pragma omp parallel for num_threads(T) schedule(dynamic, 2)
+        for (int64_t jp = 0; jp < (int64_t)div_up(B, 2); ++jp) {
+            SubBlockCursor c[2];
+            for (int k = 0; k < 2; ++k) {
+                const uint64_t j = 2 * (uint64_t)jp + (uint64_t)k, i0 = std::min(n, j * S);
+                c[k].pos = j < B ? start[(size_t)j] : 0;
+                c[k].cnt = j < B ? std::min(S, n - i0) : 0;
+                c[k].out = symbols + i0;
+            }
+            if (cb.runs) decode_sub_blocks<true>(bits, c[0], c[1], tables);
+            else decode_sub_blocks<false>(bits, c[0], c[1], tables);
+            for (int k = 0; k < 2; ++k) {
+                const uint64_t j = 2 * (uint64_t)jp + (uint64_t)k;
+                if (j < B && (c[k].bad || c[k].pos != start[(size_t)j + 1])) mark_bad(j);
             }
         }
         t_ratio.trim();
