@@ -8,7 +8,8 @@
 // deltas' source unit (a 2048-code tile of the fast encoder) decode that unit more than once, so a small layer has
 // too few bands for many threads. Slabs need the sum of all layers before a slab, a pass over the deltas that one
 // thread does not make; in exchange any thread can take any slab, in any order, so faster threads take more.
-// make_plan: bands when every thread gets one, else slabs.
+// make_plan: bands when every thread gets one, else slabs. Rank 1 (one row) has its own slabs (lorenzo_slabs_1d);
+// lorenzo_decode picks by rank.
 //
 // The deltas come from a Source, so that the fast decoder can expand its tiles straight into the pass (no array of
 // codes or deltas in memory: the traffic is the stream read and the values written) while the other decoders read
@@ -31,6 +32,7 @@
 #include <vector>
 #include "zb_cpu.h"
 #include "zb_quant.h"
+#include "zb_shape.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
 #if ZB_SIMD_X86
@@ -294,6 +296,71 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
         }
         if (streaming) stream_fence();
     }
+}
+
+// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized),
+// into out or, streaming (kStreamingBytes), into a buffer that copy_streaming writes out.
+template <typename T>
+ZB_ALWAYS_INLINE uint32_t scan_dequantize(const uint32_t *__restrict d, uint64_t n, uint32_t carry,
+                                          T *__restrict out, double twoeb, bool streaming) {
+    constexpr uint64_t kChunk = 1024;
+    uint32_t buf[kChunk];
+    alignas(64) T values[kChunk];
+    for (uint64_t c0 = 0; c0 < n; c0 += kChunk) {
+        const uint64_t m = std::min(kChunk, n - c0);
+        for (uint64_t i = 0; i < m; ++i) buf[i] = carry += d[c0 + i];
+        T *__restrict o = streaming ? values : out + c0;
+        for (uint64_t i = 0; i < m; ++i) o[i] = dequantize<T>((int32_t)buf[i], twoeb);
+        if (streaming) copy_streaming(out + c0, values, (size_t)m * sizeof(T));
+    }
+    return carry;
+}
+ZB_SIMD_CLONES(scan_dequantize)
+
+// The sum of n values (mod 2^32).
+ZB_ALWAYS_INLINE uint32_t sum_span(const uint32_t *__restrict d, uint64_t n) {
+    uint32_t s = 0;
+    for (uint64_t i = 0; i < n; ++i) s += d[i];
+    return s;
+}
+ZB_SIMD_CLONES(sum_span)
+
+// Rank 1: each thread decodes a contiguous slab; with several threads it first sums its slab's deltas (the carry of
+// a slab is the sum of the slabs before it). Deltas from a source as in zb_lorenzo_grid.h.
+template <typename T, class Source>
+void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
+    std::vector<uint32_t> sums((size_t)nt);
+    const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
+    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double, bool);
+    const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
+    const bool streaming = n * sizeof(T) >= kStreamingBytes;
+#pragma omp parallel num_threads(nt)
+    {
+        const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
+        const uint64_t i0 = n * t / nth, i1 = n * (t + 1) / nth;
+        typename Source::Cursor &cur = cursors[t];
+        uint32_t carry = 0;
+        if (nth > 1) {
+            uint32_t s = 0;
+            src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t, uint64_t count) { s += sum(d, count); });
+            sums[t] = s;
+#pragma omp barrier
+            for (uint64_t k = 0; k < t; ++k) carry += sums[k];
+        }
+        src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
+            carry = scan(d, count, carry, out + i, twoeb, streaming);
+        });
+        if (streaming) stream_fence();
+    }
+}
+
+// The Lorenzo inverse of deltas from src for an array of shape s (any rank), dequantized into out.
+template <typename T, class Source>
+void lorenzo_decode(const Source &src, typename Source::Cursor *cursors, const Shape &s, int nt, double twoeb,
+                    T *out) {
+    if (s.rank == 1) return lorenzo_slabs_1d(src, cursors, s.n, nt, twoeb, out);
+    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
+    lorenzo_grid(src, cursors, layers, rows, s.nx(), nt, twoeb, out);
 }
 
 }  // namespace grid

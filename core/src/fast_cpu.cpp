@@ -269,62 +269,6 @@ ZB_ALWAYS_INLINE void codes_to_deltas(const uint16_t *__restrict c, uint32_t *__
 }
 ZB_SIMD_CLONES(codes_to_deltas)
 
-// n deltas -> values: a scan of chunks into a buffer (serial), then the dequantization of the chunk (vectorized),
-// into out or, streaming (kStreamingBytes), into a buffer that copy_streaming writes out.
-template <typename T>
-ZB_ALWAYS_INLINE uint32_t scan_dequantize(const uint32_t *__restrict d, uint64_t n, uint32_t carry,
-                                          T *__restrict out, double twoeb, bool streaming) {
-    constexpr uint64_t kChunk = 1024;
-    uint32_t buf[kChunk];
-    alignas(64) T values[kChunk];
-    for (uint64_t c0 = 0; c0 < n; c0 += kChunk) {
-        const uint64_t m = std::min(kChunk, n - c0);
-        for (uint64_t i = 0; i < m; ++i) buf[i] = carry += d[c0 + i];
-        T *__restrict o = streaming ? values : out + c0;
-        for (uint64_t i = 0; i < m; ++i) o[i] = dequantize<T>((int32_t)buf[i], twoeb);
-        if (streaming) copy_streaming(out + c0, values, (size_t)m * sizeof(T));
-    }
-    return carry;
-}
-ZB_SIMD_CLONES(scan_dequantize)
-
-// The sum of n values (mod 2^32).
-ZB_ALWAYS_INLINE uint32_t sum_span(const uint32_t *__restrict d, uint64_t n) {
-    uint32_t s = 0;
-    for (uint64_t i = 0; i < n; ++i) s += d[i];
-    return s;
-}
-ZB_SIMD_CLONES(sum_span)
-
-// Rank 1: each thread decodes a contiguous slab; with several threads it first sums its slab's deltas (the carry of
-// a slab is the sum of the slabs before it). Deltas from a source as in zb_lorenzo_grid.h.
-template <typename T, class Source>
-void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
-    std::vector<uint32_t> sums((size_t)nt);
-    const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
-    using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double, bool);
-    const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
-    const bool streaming = n * sizeof(T) >= kStreamingBytes;
-#pragma omp parallel num_threads(nt)
-    {
-        const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
-        const uint64_t i0 = n * t / nth, i1 = n * (t + 1) / nth;
-        typename Source::Cursor &cur = cursors[t];
-        uint32_t carry = 0;
-        if (nth > 1) {
-            uint32_t s = 0;
-            src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t, uint64_t count) { s += sum(d, count); });
-            sums[t] = s;
-#pragma omp barrier
-            for (uint64_t k = 0; k < t; ++k) carry += sums[k];
-        }
-        src.pieces(cur, i0, i1, [&](const uint32_t *d, uint64_t i, uint64_t count) {
-            carry = scan(d, count, carry, out + i, twoeb, streaming);
-        });
-        if (streaming) stream_fence();
-    }
-}
-
 // The fast stream's code tiles as a delta source of the Lorenzo grid (zb_lorenzo_grid.h): each thread expands the
 // tiles its bands and slabs touch, one at a time, unshuffles them and turns the codes into deltas (escapes patched
 // in order). Nothing of size n is written but the values.
@@ -403,10 +347,7 @@ zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, 
     const CodeTiles src{flags, blocks, payload + h.seg[kSegEscapes].offset, block_start, esc_start, n,
                         ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas)};
     std::vector<CodeTiles::Cursor> cursors((size_t)nt);
-    const Shape &s = h.shape;
-    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
-    if (s.rank == 1) lorenzo_slabs_1d(src, cursors.data(), n, nt, 2.0 * h.eb, out);
-    else grid::lorenzo_grid(src, cursors.data(), layers, rows, s.nx(), nt, 2.0 * h.eb, out);
+    grid::lorenzo_decode(src, cursors.data(), h.shape, nt, 2.0 * h.eb, out);
     for (const CodeTiles::Cursor &c : cursors)
         if (c.bad) return corrupt(msg, "code tiles do not match their padding or the escape list");
     return ZB_OK;
@@ -447,9 +388,7 @@ struct DeltaArray {
 
 template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &s, int nt, double twoeb, T *out) {
     std::vector<DeltaArray::Cursor> cursors((size_t)nt);
-    if (s.rank == 1) return lorenzo_slabs_1d(DeltaArray{q}, cursors.data(), s.n, nt, twoeb, out);
-    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
-    grid::lorenzo_grid(DeltaArray{q}, cursors.data(), layers, rows, s.nx(), nt, twoeb, out);
+    grid::lorenzo_decode(DeltaArray{q}, cursors.data(), s, nt, twoeb, out);
 }
 template void lorenzo_inverse_dequantize<float>(uint32_t *, const Shape &, int, double, float *);
 template void lorenzo_inverse_dequantize<double>(uint32_t *, const Shape &, int, double, double *);
