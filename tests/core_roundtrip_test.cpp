@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <limits>
 #include "test_util.h"
+#include "zb_ratio.h"
 
 namespace {
 
@@ -141,6 +142,39 @@ TEST(RoundTrip, EscapesAndOutliers) {
     if (!info.raw) {
         EXPECT_GT(info.escapes, 0u);
         EXPECT_GE(info.exceptions, 2u);
+    }
+}
+
+// Lorenzo + ratio decodes straight from its 16-bit codes, the escapes counted per tile: one stored escape fewer or
+// more than the codes use is a corrupt stream, on one thread and on sixteen, in rank 1 and rank 3 (a step of 50
+// at bound 1e-3 is 25000 quantization steps, far past the ratio encoder's radius).
+TEST(RoundTrip, LorenzoRatioEscapeCountMismatchIsCorrupt) {
+    for (const Dims &dims : {Dims{30000}, Dims{9, 10, 300}}) {
+        std::vector<float> data = zbt::smooth_field<float>(dims, 0.0, 9, 0.0);
+        for (size_t i = data.size() / 2; i < data.size(); ++i) data[i] += 50.0f;
+        zb_params p = zb_params_default();
+        p.mode = ZB_MODE_ABS;
+        p.bound = 1e-3;
+        p.predictor = ZB_PRED_LORENZO;
+        p.encoder = ZB_ENC_RATIO;
+        p.backend = ZB_BACKEND_CPU;
+        const auto s = zbt::compress(data, dims, p);
+        ASSERT_EQ(s.status, ZB_OK);
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+        ASSERT_FALSE(info.raw);
+        ASSERT_GT(info.escapes, 0u);
+        std::vector<float> out(data.size());
+        ASSERT_EQ(zbt::decompress(s.bytes, out), ZB_OK);
+        EXPECT_EQ(zbt::count_violations(data, out, 1e-3), 0u);
+        for (int delta : {-1, 1})
+            for (int threads : {1, 16}) {
+                const zbt::ScopedEnv env("ZBOUND_THREADS", std::to_string(threads).c_str());
+                const std::vector<uint8_t> bad = zbt::with_escape_count(s.bytes, 1 + zb::kRatioSegmentCount, delta);
+                EXPECT_EQ(zb_decompress(bad.data(), bad.size(), out.data(), out.size() * 4, ZB_BACKEND_CPU, nullptr),
+                          ZB_ERR_CORRUPT)
+                    << "rank " << dims.size() << ", escapes " << delta << ", " << threads << " threads";
+            }
     }
 }
 

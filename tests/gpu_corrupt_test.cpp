@@ -138,7 +138,7 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<T> &data, co
     }
     const int esc_seg = 1 + zb::kRatioSegmentCount;
     for (int delta : {-1, 1}) {
-        const std::vector<uint8_t> s = gput::with_escape_count(good.bytes, esc_seg, delta);
+        const std::vector<uint8_t> s = zbt::with_escape_count(good.bytes, esc_seg, delta);
         std::vector<T> out(n);
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
             << "escapes " << delta << ": " << zb_last_error();

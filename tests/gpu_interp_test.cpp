@@ -514,7 +514,7 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     // which with the ratio encoder changed a ratio segment instead, caught by the header check alone).
     const int esc_seg = 1 + (h.encoder == zb::kEncRatio ? zb::kRatioSegmentCount : zb::kFastCodeSegmentCount);
     for (int delta : {-1, 1}) {
-        const std::vector<uint8_t> s = gput::with_escape_count(good.bytes, esc_seg, delta);
+        const std::vector<uint8_t> s = zbt::with_escape_count(good.bytes, esc_seg, delta);
         std::vector<T> out(n);
         EXPECT_EQ(zb_decompress(s.data(), s.size(), out.data(), n * sizeof(T), ZB_BACKEND_CPU, nullptr), ZB_ERR_CORRUPT)
             << "escapes " << delta << ": " << zb_last_error();

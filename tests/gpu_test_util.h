@@ -30,28 +30,6 @@ inline bool reseal_parsed(std::vector<uint8_t> &s) {
     return true;
 }
 
-// A v2-layout stream with one stored escape fewer (delta -1: the last one dropped) or more (+1: a 1 appended) in
-// segment esc_seg; header count and flag, segment length and the later offsets kept consistent, checksums sealed.
-inline std::vector<uint8_t> with_escape_count(const std::vector<uint8_t> &good, int esc_seg, int delta) {
-    zb::Header h;
-    std::string msg;
-    EXPECT_EQ(zb::read_header(good.data(), good.size(), h, msg, false), ZB_OK) << msg;
-    const size_t hb = h.header_bytes();
-    zb::Header g = h;
-    g.escapes = h.escapes + delta;
-    if (g.escapes == 0) g.flags &= (uint8_t)~zb::kFlagEscapes;   // the header's flag follows the count
-    std::vector<uint8_t> payload(good.begin() + hb, good.end());
-    const size_t end = h.seg[esc_seg].offset + h.seg[esc_seg].length;
-    if (delta < 0) payload.erase(payload.begin() + end - 4, payload.begin() + end);
-    else payload.insert(payload.begin() + end, {1, 0, 0, 0});
-    g.seg[esc_seg].length += 4 * delta;
-    for (int k = esc_seg + 1; k < g.nsegments; ++k) g.seg[k].offset += 4 * delta;
-    std::vector<uint8_t> s(hb + payload.size());
-    std::copy(payload.begin(), payload.end(), s.begin() + hb);
-    zb::write_header(g, s.data());
-    EXPECT_TRUE(reseal_parsed(s)) << "escapes " << delta;
-    return s;
-}
 
 template <typename T>
 zbt::Stream compress_on(zb_backend backend, const std::vector<T> &data, const std::vector<size_t> &dims, zb_params p,

@@ -11,6 +11,7 @@
 #include "zb_interp_cpu.h"
 #include "zb_lorenzo.h"
 #include "zb_ratio.h"
+#include "zb_lorenzo_grid.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
 
@@ -213,6 +214,63 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std
     return ZB_OK;
 }
 
+// The ratio encoder's 16-bit codes of the Lorenzo predictor (symbol d + radius, 0 escaped) as a delta source of the
+// Lorenzo grid (zb_lorenzo_grid.h): each piece becomes deltas in the thread's cursor, escaped ones taken from the
+// list by their rank (per-tile counts). No int32 array of codes: on 16 threads its write and three reads (escapes,
+// slab sums, decode) were most of the memory traffic of a decode.
+struct RatioCodeTiles {
+    const uint16_t *c16;
+    const int32_t *escapes;
+    const uint64_t *esc_start;   // the escapes before each kTileCodes values (ntiles + 1 entries)
+    int32_t radius;
+
+    struct Cursor {
+        alignas(64) uint32_t d[kTileCodes];
+    };
+    static constexpr uint64_t kUnit = kTileCodes;
+
+    template <class F> void pieces(Cursor &c, uint64_t begin, uint64_t end, F f) const {
+        while (begin < end) {
+            const uint64_t t = begin / kTileCodes, t0 = t * kTileCodes;
+            const uint64_t m = std::min(end, t0 + kTileCodes) - begin;
+            const uint16_t *code = c16 + begin;
+            if (esc_start[t + 1] == esc_start[t]) {   // the common case: a loop that vectorizes
+                for (uint64_t j = 0; j < m; ++j) c.d[j] = (uint32_t)((int32_t)code[j] - radius);
+            } else {
+                uint64_t e = esc_start[t];
+                for (uint64_t i = t0; i < begin; ++i) e += c16[i] == 0;
+                for (uint64_t j = 0; j < m; ++j)
+                    c.d[j] = code[j] ? (uint32_t)((int32_t)code[j] - radius) : (uint32_t)escapes[e++];
+            }
+            f(c.d, begin, m);
+            begin += m;
+        }
+    }
+};
+
+// Lorenzo + ratio inverse straight from the 16-bit codes: the escapes per tile, checked against the stream's count,
+// then the grid (or rank 1's slabs) reading RatioCodeTiles.
+template <typename T>
+zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *c16, int32_t radius,
+                                     const int32_t *escapes, uint64_t nescapes, T *out, int nt, std::string &msg) {
+    const uint64_t n = s.n, ntiles = code_tiles(n);
+    std::vector<uint64_t> esc_start((size_t)ntiles + 1, 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
+        const uint64_t i0 = (uint64_t)t * kTileCodes, i1 = std::min(n, i0 + kTileCodes);
+        uint64_t zeros = 0;
+        for (uint64_t i = i0; i < i1; ++i) zeros += c16[i] == 0;
+        esc_start[(size_t)t + 1] = zeros;
+    }
+    for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
+    if (esc_start[ntiles] > nescapes) return corrupt(msg, "more escape codes than escapes");
+    if (esc_start[ntiles] != nescapes) return corrupt(msg, "escape count does not match the codes");
+    const RatioCodeTiles src{c16, escapes, esc_start.data(), radius};
+    std::vector<RatioCodeTiles::Cursor> cursors((size_t)nt);
+    grid::lorenzo_decode(src, cursors.data(), s, nt, 2.0 * eb, out);
+    return ZB_OK;
+}
+
 template <typename T>
 zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, const T *x, const Shape &s,
                      uint8_t *dst, size_t cap, size_t *out_len, int nt, bool tune_alpha, std::string &msg,
@@ -317,11 +375,12 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (h.predictor == kPredInterp && !interp_params_read(params.data + kV2CommonParamBytes, ip, why))
         return corrupt(msg, why);
 
-    // Codes.
+    // Codes. Lorenzo with the ratio encoder reads the 16-bit codes (lorenzo_decode_ratio_codes); the others widen
+    // them to int32 codes, counting the escaped ones per chunk (for Lorenzo's escapes).
+    const bool widen = h.predictor == kPredInterp || h.encoder != kEncRatio;
     uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
-    int32_t *codes = t_v2.codes.get((size_t)n);
+    int32_t *codes = widen ? t_v2.codes.get((size_t)n) : nullptr;
     const int nenc = v2_encoder_segments(h.encoder);
-    // The encoder's 16-bit codes -> int32 codes, counting the escaped ones per chunk (for Lorenzo's escapes).
     std::vector<uint64_t> first;
     auto to_codes = [&](auto code_of) {
         return count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
@@ -337,7 +396,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
         if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
             return st;
-        first = to_codes(RatioCode32{radius});
+        if (widen) first = to_codes(RatioCode32{radius});
     }
 
     const int ex0 = 1 + nenc + 1;
@@ -357,8 +416,10 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     }
     // Lorenzo needs no mask (one pass less over n bytes and one over the values, 16 threads: 8 of 63 ms for 64M
     // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
-    if (zb_status st = lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg))
-        return st;
+    const zb_status st =
+        widen ? lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg)
+              : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, radius, escapes.data(), h.escapes, out, nt, msg);
+    if (st != ZB_OK) return st;
     if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
     return ZB_OK;
 }
