@@ -17,13 +17,7 @@ namespace {
 using Dims = std::vector<size_t>;
 
 zb_params interp_params(zb_mode mode, double bound, zb_encoder enc = ZB_ENC_FAST) {
-    zb_params p = zb_params_default();
-    p.mode = mode;
-    p.bound = bound;
-    p.predictor = ZB_PRED_INTERP;
-    p.encoder = enc;
-    p.backend = ZB_BACKEND_CPU;
-    return p;
+    return zbt::cpu_params(mode, bound, ZB_PRED_INTERP, enc);
 }
 
 // Every v2 combination: interp with both encoders, Lorenzo with the ratio encoder.

@@ -50,13 +50,7 @@ TEST(PwRelLog2, LogBoundLeavesRoomForRounding) {
 }
 
 zb_params pw_params(double pw, zb_predictor pred = ZB_PRED_AUTO, zb_encoder enc = ZB_ENC_AUTO) {
-    zb_params p = zb_params_default();
-    p.mode = ZB_MODE_PW_REL;
-    p.bound = pw;
-    p.predictor = pred;
-    p.encoder = enc;
-    p.backend = ZB_BACKEND_CPU;
-    return p;
+    return zbt::cpu_params(ZB_MODE_PW_REL, pw, pred, enc);
 }
 
 // A smooth field of both signs over many decades, with zeros of both signs, NaN, Inf, subnormals and a fill value.

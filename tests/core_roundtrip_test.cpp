@@ -152,13 +152,7 @@ TEST(RoundTrip, LorenzoRatioEscapeCountMismatchIsCorrupt) {
     for (const Dims &dims : {Dims{30000}, Dims{9, 10, 300}}) {
         std::vector<float> data = zbt::smooth_field<float>(dims, 0.0, 9, 0.0);
         for (size_t i = data.size() / 2; i < data.size(); ++i) data[i] += 50.0f;
-        zb_params p = zb_params_default();
-        p.mode = ZB_MODE_ABS;
-        p.bound = 1e-3;
-        p.predictor = ZB_PRED_LORENZO;
-        p.encoder = ZB_ENC_RATIO;
-        p.backend = ZB_BACKEND_CPU;
-        const auto s = zbt::compress(data, dims, p);
+        const auto s = zbt::compress(data, dims, zbt::cpu_params(ZB_MODE_ABS, 1e-3, ZB_PRED_LORENZO, ZB_ENC_RATIO));
         ASSERT_EQ(s.status, ZB_OK);
         zb_stream_info info;
         ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);

@@ -225,12 +225,7 @@ template <typename T> void interp_rows_identical() {
                     std::vector<T> x = zbt::smooth_field<T>(dims, 0.05, (uint32_t)dims.size() * 7 + has_fill);
                     const std::vector<T> hard = hard_values<T>(x.size(), eb, (uint32_t)(eb * 1e4) + has_fill);
                     for (size_t i = 0; i < x.size(); i += 11) x[i] = hard[i];
-                    zb_params p = zb_params_default();
-                    p.mode = ZB_MODE_ABS;
-                    p.bound = eb;
-                    p.predictor = ZB_PRED_INTERP;
-                    p.encoder = enc;
-                    p.backend = ZB_BACKEND_CPU;
+                    zb_params p = zbt::cpu_params(ZB_MODE_ABS, eb, ZB_PRED_INTERP, enc);
                     p.has_fill = has_fill;
                     p.fill_bits = zbt::bits((T)-999.0);
                     zb::set_simd_level(zb::kSimdBase);

@@ -33,13 +33,7 @@ template <typename T> std::vector<T> field(const Dims &dims, uint32_t seed) {
 
 // Bound 1e-3 in `mode`, the field's fill value, the CPU on `threads` threads.
 template <typename T> zb_params cpu_params(zb_mode mode, zb_predictor pred, zb_encoder enc, int threads) {
-    zb_params p = zb_params_default();
-    p.mode = mode;
-    p.bound = 1e-3;
-    p.predictor = pred;
-    p.encoder = enc;
-    p.backend = ZB_BACKEND_CPU;
-    p.threads = threads;
+    zb_params p = zbt::cpu_params(mode, 1e-3, pred, enc, threads);
     p.has_fill = 1;
     p.fill_bits = zbt::bits((T)-9999.0);
     return p;

@@ -38,6 +38,18 @@ private:
 
 template <typename T> constexpr zb_dtype dtype_of() { return sizeof(T) == 8 ? ZB_F64 : ZB_F32; }
 
+// Parameters for the CPU backend: `bound` in `mode`, the given predictor and encoder, `threads` (0: the default).
+inline zb_params cpu_params(zb_mode mode, double bound, zb_predictor pred, zb_encoder enc, int threads = 0) {
+    zb_params p = zb_params_default();
+    p.mode = mode;
+    p.bound = bound;
+    p.predictor = pred;
+    p.encoder = enc;
+    p.backend = ZB_BACKEND_CPU;
+    p.threads = threads;
+    return p;
+}
+
 template <typename T> uint64_t bits(T v) {
     uint64_t u = 0;
     std::memcpy(&u, &v, sizeof(T));
