@@ -10,8 +10,8 @@
 #include "zb_exceptions.h"
 #include "zb_interp_cpu.h"
 #include "zb_lorenzo.h"
-#include "zb_ratio.h"
 #include "zb_lorenzo_grid.h"
+#include "zb_ratio.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
 
