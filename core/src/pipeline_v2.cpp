@@ -45,14 +45,15 @@ zb_status corrupt(std::string &msg, const std::string &why) {
 // first escape, and a second parallel pass visits only the chunks that have any.
 constexpr uint64_t kChunkValues = uint64_t(1) << 16;
 
-// Runs count(i0, i1) on every chunk [i0, i1) of [0, n) in parallel; count returns the escapes in its chunk. Returns
-// first, with first[c] the escapes before chunk c and first.back() their total.
-template <typename F> std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, int nt, F count) {
-    const int64_t chunks = (int64_t)div_up(n, kChunkValues);
+// Runs count(i0, i1) on every chunk [i0, i1) of [0, n) (`chunk` values each) in parallel; count returns the escapes
+// in its chunk. Returns first, with first[c] the escapes before chunk c and first.back() their total.
+template <typename F>
+std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, int nt, F count, uint64_t chunk = kChunkValues) {
+    const int64_t chunks = (int64_t)div_up(n, chunk);
     std::vector<uint64_t> first((size_t)chunks + 1, 0);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t c = 0; c < chunks; ++c)
-        first[(size_t)c + 1] = count((uint64_t)c * kChunkValues, std::min(n, (uint64_t)(c + 1) * kChunkValues));
+        first[(size_t)c + 1] = count((uint64_t)c * chunk, std::min(n, (uint64_t)(c + 1) * chunk));
     for (int64_t c = 0; c < chunks; ++c) first[(size_t)c + 1] += first[(size_t)c];
     return first;
 }
@@ -253,18 +254,16 @@ struct RatioCodeTiles {
 template <typename T>
 zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *c16, int32_t radius,
                                      const int32_t *escapes, uint64_t nescapes, T *out, int nt, std::string &msg) {
-    const uint64_t n = s.n, ntiles = code_tiles(n);
-    std::vector<uint64_t> esc_start((size_t)ntiles + 1, 0);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint64_t i0 = (uint64_t)t * kTileCodes, i1 = std::min(n, i0 + kTileCodes);
-        uint64_t zeros = 0;
-        for (uint64_t i = i0; i < i1; ++i) zeros += c16[i] == 0;
-        esc_start[(size_t)t + 1] = zeros;
-    }
-    for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
-    if (esc_start[ntiles] > nescapes) return corrupt(msg, "more escape codes than escapes");
-    if (esc_start[ntiles] != nescapes) return corrupt(msg, "escape count does not match the codes");
+    const std::vector<uint64_t> esc_start = count_escapes_by_chunk(
+        s.n, nt,
+        [c16](uint64_t i0, uint64_t i1) {
+            uint64_t zeros = 0;   // the ratio encoder's escaped code
+            for (uint64_t i = i0; i < i1; ++i) zeros += c16[i] == 0;
+            return zeros;
+        },
+        kTileCodes);
+    if (esc_start.back() > nescapes) return corrupt(msg, "more escape codes than escapes");
+    if (esc_start.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
     const RatioCodeTiles src{c16, escapes, esc_start.data(), radius};
     std::vector<RatioCodeTiles::Cursor> cursors((size_t)nt);
     grid::lorenzo_decode(src, cursors.data(), s, nt, 2.0 * eb, out);
