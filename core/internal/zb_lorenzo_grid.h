@@ -326,7 +326,7 @@ ZB_ALWAYS_INLINE uint32_t sum_span(const uint32_t *__restrict d, uint64_t n) {
 ZB_SIMD_CLONES(sum_span)
 
 // Rank 1: each thread decodes a contiguous slab; with several threads it first sums its slab's deltas (the carry of
-// a slab is the sum of the slabs before it). Deltas from a source as in zb_lorenzo_grid.h.
+// a slab is the sum of the slabs before it). Deltas from a Source as for lorenzo_grid.
 template <typename T, class Source>
 void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
     std::vector<uint32_t> sums((size_t)nt);
