@@ -140,6 +140,24 @@ TEST(Simd, StoredTilePlanesMatchExpandedTile) {
     }
 }
 
+TEST(Simd, CountOnesMatchesBitByBit) {
+    Levels levels;
+    std::mt19937 rng(12);
+    std::vector<uint8_t> bytes(300);
+    for (auto &b : bytes) b = (uint8_t)rng();
+    for (uint64_t off : {0, 3}) {
+        for (uint64_t n = 0; n + off <= bytes.size(); n += n < 20 ? 1 : 37) {
+            uint64_t want = 0;
+            for (uint64_t i = off; i < off + n; ++i)
+                for (int k = 0; k < 8; ++k) want += (bytes[i] >> k) & 1;
+            for (zb::SimdLevel l : levels.all) {
+                zb::set_simd_level(l);
+                ASSERT_EQ(zb::count_ones(bytes.data() + off, n), want) << zb::simd_level_name(l) << " n " << n;
+            }
+        }
+    }
+}
+
 TEST(Simd, ValueRangeMatchesPlainLoop) {
     Levels levels;
     for (int has_fill : {0, 1}) {

@@ -39,18 +39,22 @@ TEST(Crc32c, ExtendEqualsWhole) {
 }
 
 TEST(Crc32c, PayloadChecksumIndependentOfThreads) {
-    std::vector<uint8_t> d(5 * zb::kChecksumPiece + 123);
+    // Lengths around the groups of three pieces that the crc32 instruction takes at once, below and above the
+    // 16 pieces where the checksum goes parallel.
+    const size_t P = zb::kChecksumPiece;
+    std::vector<uint8_t> d(21 * P + 7);
     std::mt19937 rng(2);
     for (auto &b : d) b = (uint8_t)rng();
-    // Reference: CRC over the little-endian piece CRCs.
-    std::vector<uint8_t> crcs;
-    for (size_t off = 0; off < d.size(); off += zb::kChecksumPiece) {
-        const uint32_t c = zb::crc32c(d.data() + off, std::min(zb::kChecksumPiece, d.size() - off));
-        for (int i = 0; i < 4; ++i) crcs.push_back((uint8_t)(c >> (8 * i)));
+    for (size_t len : {size_t(0), size_t(1), P - 1, P, 2 * P + 9, 3 * P, 3 * P + 1, 5 * P + 123, 18 * P, 21 * P + 7}) {
+        // Reference: CRC over the little-endian piece CRCs.
+        std::vector<uint8_t> crcs;
+        for (size_t off = 0; off < len; off += P) {
+            const uint32_t c = zb::crc32c(d.data() + off, std::min(P, len - off));
+            for (int i = 0; i < 4; ++i) crcs.push_back((uint8_t)(c >> (8 * i)));
+        }
+        const uint32_t ref = zb::crc32c(crcs.data(), crcs.size());
+        for (int threads : {1, 2, 3}) EXPECT_EQ(zb::payload_checksum(d.data(), len, threads), ref) << len << " " << threads;
     }
-    const uint32_t ref = zb::crc32c(crcs.data(), crcs.size());
-    EXPECT_EQ(zb::payload_checksum(d.data(), d.size(), 1), ref);
-    EXPECT_EQ(zb::payload_checksum(d.data(), d.size(), 3), ref);
 }
 
 TEST(Bitshuffle, MatchesBitByBitDefinition) {

@@ -92,6 +92,9 @@ zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, i
 // predictor's n int32 codes (kEscapedCode for escaped anchors), the encoder's radius being the format's.
 void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int threads, uint16_t *c16);
 
+// The number of set bits in n bytes (the popcnt instruction where the CPU has it; the baseline build has none).
+uint64_t count_ones(const uint8_t *bytes, uint64_t n);
+
 // Zero-block sparse pass over a byte string (docs/FORMAT.md section 5). `flags` gets sparse_flag_bytes(bytes)
 // bytes; non-zero blocks are appended to `blocks`. Returns the number of non-zero blocks.
 uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks);

@@ -1,5 +1,6 @@
 // CRC-32C: slicing-by-8 tables, or the SSE4.2 crc32 instruction where the CPU has it (same values).
 #include "zb_crc32c.h"
+#include <algorithm>
 #include <cstring>
 #include <vector>
 #include "zb_bytes.h"
@@ -51,6 +52,24 @@ __attribute__((target("sse4.2"))) uint32_t update_hw(uint32_t c, const uint8_t *
     while (len--) c32 = __builtin_ia32_crc32qi(c32, *p++);
     return c32;
 }
+// Three pieces of the same length at once: the crc32 instruction's latency is three cycles and its throughput one
+// per cycle, so three independent chains run at about three times the speed of one.
+__attribute__((target("sse4.2"))) void update3_hw(uint32_t c[3], const uint8_t *const p[3], size_t len) {
+    uint64_t a = c[0], b = c[1], d = c[2];
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t wa, wb, wd;
+        std::memcpy(&wa, p[0] + i, 8);
+        std::memcpy(&wb, p[1] + i, 8);
+        std::memcpy(&wd, p[2] + i, 8);
+        a = __builtin_ia32_crc32di(a, wa);
+        b = __builtin_ia32_crc32di(b, wb);
+        d = __builtin_ia32_crc32di(d, wd);
+    }
+    c[0] = (uint32_t)a, c[1] = (uint32_t)b, c[2] = (uint32_t)d;
+    for (int k = 0; k < 3; ++k)
+        for (size_t j = i; j < len; ++j) c[k] = __builtin_ia32_crc32qi(c[k], p[k][j]);
+}
 bool have_hw() { static const bool h = __builtin_cpu_supports("sse4.2"); return h; }
 #endif
 
@@ -75,11 +94,26 @@ uint32_t payload_checksum(const void *payload, size_t len, int threads) {
     const uint8_t *p = static_cast<const uint8_t *>(payload);
     const int64_t pieces = (int64_t)((len + kChecksumPiece - 1) / kChecksumPiece);
     std::vector<uint8_t> piece_crcs((size_t)pieces * 4);
+    // Groups of three pieces: with the crc32 instruction, the whole pieces of a group as three chains at once.
+    const int64_t groups = (pieces + 2) / 3;
 #pragma omp parallel for num_threads(threads) schedule(static) if (pieces > 16)
-    for (int64_t i = 0; i < pieces; ++i) {
-        const size_t off = (size_t)i * kChecksumPiece;
-        const size_t n = len - off < kChecksumPiece ? len - off : kChecksumPiece;
-        put_u32(&piece_crcs[(size_t)i * 4], crc32c(p + off, n));
+    for (int64_t g = 0; g < groups; ++g) {
+        const int64_t i0 = 3 * g;
+#if defined(__x86_64__)
+        if (have_hw() && (size_t)(i0 + 3) * kChecksumPiece <= len) {
+            const uint8_t *starts[3] = {p + (size_t)i0 * kChecksumPiece, p + (size_t)(i0 + 1) * kChecksumPiece,
+                                        p + (size_t)(i0 + 2) * kChecksumPiece};
+            uint32_t c[3] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
+            update3_hw(c, starts, kChecksumPiece);
+            for (int k = 0; k < 3; ++k) put_u32(&piece_crcs[(size_t)(i0 + k) * 4], c[k] ^ 0xFFFFFFFFu);
+            continue;
+        }
+#endif
+        for (int64_t i = i0; i < std::min(i0 + 3, pieces); ++i) {
+            const size_t off = (size_t)i * kChecksumPiece;
+            const size_t n = len - off < kChecksumPiece ? len - off : kChecksumPiece;
+            put_u32(&piece_crcs[(size_t)i * 4], crc32c(p + off, n));
+        }
     }
     return crc32c(piece_crcs.data(), piece_crcs.size());
 }

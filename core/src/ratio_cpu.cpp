@@ -230,8 +230,7 @@ zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb
         return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: segment length does not match its fields");
     const uint8_t *bm = p + kRatioCodebookFixedBytes, *nib = bm + bitmap;
     if (bitmap) {
-        uint64_t ones = 0;
-        for (uint64_t i = 0; i < bitmap; ++i) ones += (uint64_t)__builtin_popcount(bm[i]);
+        const uint64_t ones = count_ones(bm, bitmap);
         const bool ends = (bm[0] & 1) && ((bm[(span - 1) >> 3] >> ((span - 1) & 7)) & 1);
         const bool pad = (span & 7) && (bm[bitmap - 1] >> (span & 7));
         if (ones != m || !ends || pad) return fail(msg, ZB_ERR_CORRUPT, "ratio codebook: bad symbol bitmap");
@@ -797,10 +796,8 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         const int ns = (int)div_up(bytes, slice);
         std::vector<uint64_t> boff((size_t)ns + 1, 0);
         for (int k = 0; k < ns; ++k) {
-            const uint64_t f0 = (uint64_t)k * slice / 128, f1 = std::min(fl.size, f0 + slice / 128);
-            uint64_t c = 0;
-            for (uint64_t f = f0; f < f1; ++f) c += (uint64_t)__builtin_popcount(fl.data[f]);
-            boff[(size_t)k + 1] = boff[(size_t)k] + c;
+            const uint64_t f0 = (uint64_t)k * slice / 128, f1 = std::max(f0, std::min(fl.size, f0 + slice / 128));
+            boff[(size_t)k + 1] = boff[(size_t)k] + count_ones(fl.data + f0, f1 - f0);
         }
         if (boff[(size_t)ns] != nstored)
             return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: block flags disagree with the stored block count");

@@ -313,14 +313,29 @@ uint64_t tile_escape_count(const uint8_t *tile) {
     return count;
 }
 
+namespace {
+ZB_ALWAYS_INLINE uint64_t count_ones_words(const uint8_t *bytes, uint64_t n) {
+    uint64_t c = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, bytes + i, 8);
+        c += (uint64_t)__builtin_popcountll(w);
+    }
+    for (; i < n; ++i) c += (uint64_t)__builtin_popcount(bytes[i]);
+    return c;
+}
+ZB_SIMD_CLONES(count_ones_words)
+}  // namespace
+
+uint64_t count_ones(const uint8_t *bytes, uint64_t n) {
+    return ZB_SIMD_PICK(uint64_t (*)(const uint8_t *, uint64_t), count_ones_words)(bytes, n);
+}
+
 uint64_t tile_block_starts(const uint8_t *flags, uint64_t ntiles, int nt, uint64_t *start) {
     start[0] = 0;
+    const auto count = ZB_SIMD_PICK(uint64_t (*)(const uint8_t *, uint64_t), count_ones_words);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        uint64_t c = 0;
-        for (uint64_t b = 0; b < kTileFlagBytes; ++b) c += (uint64_t)__builtin_popcount(flags[t * kTileFlagBytes + b]);
-        start[(size_t)t + 1] = c;
-    }
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t) start[(size_t)t + 1] = count(flags + t * kTileFlagBytes, kTileFlagBytes);
     for (uint64_t t = 0; t < ntiles; ++t) start[t + 1] += start[t];
     return start[ntiles];
 }
@@ -412,9 +427,7 @@ uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *fl
 
 bool sparse_valid(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes) {
     const uint64_t nblocks = div_up(bytes, kBlockBytes), nflag_bytes = sparse_flag_bytes(bytes);
-    uint64_t flagged = 0;
-    for (uint64_t f = 0; f < nflag_bytes; ++f) flagged += (uint64_t)__builtin_popcount(flags[f]);
-    if (flagged != nblocks_stored) return false;
+    if (count_ones(flags, nflag_bytes) != nblocks_stored) return false;
     // Flag bits beyond the last block must be zero (then every flagged block exists) ...
     for (uint64_t b = nblocks; b < nflag_bytes * 8; ++b)
         if (flags[b >> 3] & (1u << (b & 7))) return false;
