@@ -1,5 +1,6 @@
 // The interp predictor's passes on the CPU, one row at a time (core/src/interp_cpu.cpp runs the passes; this header
-// holds what its row loops share with their AVX2 versions in core/src/interp_rows_avx2.cpp): the points of a pass,
+// holds what its row loops share with their AVX2 versions in core/src/interp_rows_avx2.cpp and the decoder's AVX-512
+// one in core/src/interp_rows_avx512.cpp): the points of a pass,
 // the walk over a row's spans of one spline case, and the encoder's and decoder's work per row.
 #pragma once
 #include <algorithm>
@@ -54,6 +55,30 @@ ZB_ALWAYS_INLINE double span_prediction(int64_t i, const T *a, const T *b, const
     const double vd = K == SplineCase::kCubic || K == SplineCase::kQuadRight ? (double)d[i] : 0.0;
     const double p = spline_of<K, Natural>(va, vb, vc, vd);
     return Branchless ? finite_prediction_sel(p, vb, vc) : finite_prediction(p, vb, vc);
+}
+
+// The spline of case K (not kLeftOnly) on a vector of doubles (a GCC vector type: the AVX2 and AVX-512 rows) into p,
+// each operation the scalar spline's (zb_interp.h), in its order. ld(v, out) loads the neighbours at v: a and d only
+// for the cases that use them (they may lie outside the array). Vectors by reference: a vector passed or returned by
+// value in a function without the vector target changes the ABI (GCC warns), though this one is always inlined.
+template <SplineCase K, bool Natural, typename V, typename Load, typename T>
+ZB_ALWAYS_INLINE void spline_vector(const V &vb, const V &vc, Load ld, const T *a, const T *d, V &p) {
+    V va, vd;
+    if constexpr (K == SplineCase::kCubic) {
+        ld(a, va);
+        ld(d, vd);
+        const V inner = vb + vc, outer = va + vd;
+        if (Natural) p = (23.0 * inner - 3.0 * outer) * 0.025;   // (-3a + 23b + 23c - 3d) / 40
+        else p = (9.0 * inner - outer) * 0.0625;                   // (-a + 9b + 9c - d) / 16
+    } else if constexpr (K == SplineCase::kQuadLeft) {
+        ld(a, va);
+        p = (6.0 * vb + 3.0 * vc - va) * 0.125;   // (-a + 6b + 3c) / 8
+    } else if constexpr (K == SplineCase::kQuadRight) {
+        ld(d, vd);
+        p = (3.0 * vb + 6.0 * vc - vd) * 0.125;   // (3b + 6c - d) / 8
+    } else {
+        p = (vb + vc) * 0.5;   // linear
+    }
 }
 
 // Walks the points of one row of pass p in order, from the values rec at stride s (the arithmetic of
@@ -175,6 +200,9 @@ void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &r
 template <typename T>
 void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
                      int64_t code_step, double *scratch);
+template <typename T>
+void decode_row_avx512(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
+                       int64_t code_step, double *scratch);
 #endif
 
 }  // namespace zb

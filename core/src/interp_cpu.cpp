@@ -371,6 +371,7 @@ zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOr
     auto decode_row = decode_row_base<T>;
 #if ZB_SIMD_X86
     if (simd_level() >= kSimdAvx2) decode_row = decode_row_avx2<T>;
+    if (simd_level() >= kSimdAvx512) decode_row = decode_row_avx512<T>;
 #endif
     pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {

@@ -143,29 +143,7 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, bool wid
     } else {
         const __m256d vc = load4(c + i, dx, wide);
         __m256d p;
-        if constexpr (K == SplineCase::kCubic) {
-            const __m256d inner = _mm256_add_pd(vb, vc);
-            const __m256d outer = _mm256_add_pd(load4(a + i, dx, wide), load4(d + i, dx, wide));
-            if (Natural)   // (-3a + 23b + 23c - 3d) / 40
-                p = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(23.0), inner),
-                                                _mm256_mul_pd(_mm256_set1_pd(3.0), outer)),
-                                  _mm256_set1_pd(0.025));
-            else   // (-a + 9b + 9c - d) / 16
-                p = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(9.0), inner), outer),
-                                  _mm256_set1_pd(0.0625));
-        } else if constexpr (K == SplineCase::kQuadLeft) {   // (-a + 6b + 3c) / 8
-            p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(6.0), vb),
-                                                          _mm256_mul_pd(_mm256_set1_pd(3.0), vc)),
-                                            load4(a + i, dx, wide)),
-                              _mm256_set1_pd(0.125));
-        } else if constexpr (K == SplineCase::kQuadRight) {   // (3b + 6c - d) / 8
-            p = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), vb),
-                                                          _mm256_mul_pd(_mm256_set1_pd(6.0), vc)),
-                                            load4(d + i, dx, wide)),
-                              _mm256_set1_pd(0.125));
-        } else {   // linear: (b + c) / 2
-            p = _mm256_mul_pd(_mm256_add_pd(vb, vc), _mm256_set1_pd(0.5));
-        }
+        spline_vector<K, Natural>(vb, vc, [&](const T *v, __m256d &out) ZB_TARGET_AVX2 { out = load4(v + i, dx, wide); }, a, d, p);
         // finite_prediction_sel(p, b, c)
         const __m256d fallback = _mm256_blendv_pd(_mm256_and_pd(vc, finite4(vc)), vb, finite4(vb));
         return _mm256_blendv_pd(fallback, p, finite4(p));
