@@ -6,11 +6,14 @@ Every tool gets the same absolute bound: eb = rel * (max - min) over the field's
 backend, one thread); SZ3 (absolute mode) and ZFP (accuracy mode) through h5py into an in-memory HDF5 file (core
 driver, chunk cache off, the whole field as one chunk), and, when the plugin is built, zbound through the same h5py
 path. Each time is the median of --repeat runs after --warmup. Every reconstruction is checked on every value.
+With --rounds R every tool is measured R times per field and bound, the tools in turn, and each speed is the median
+of the rounds: on a shared machine a burst of load then falls on every tool alike instead of on whichever ran then.
 
-    python3 bench/compare_cpu.py [--zbound build/bin/zbound] [--repeat 5] [--json bench/results/compare_cpu.json]
+    python3 bench/compare_cpu.py [--zbound build/bin/zbound] [--repeat 5] [--rounds 3] [--json bench/results/compare_cpu.json]
 """
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -169,6 +172,19 @@ def run_h5py(tool, raw_path, arr, eb, args):
             "violations": None, "bytes_out": None, "error": why}
 
 
+def combine_rounds(rounds):
+    """One row of a tool from its rounds (measured in turn with the other tools): the median speed of the rounds,
+    the rounds' speeds kept; ratio and errors are the first round's (the same every round), violations the most."""
+    row = dict(rounds[0])
+    for key in ("compress_mbps", "decompress_mbps"):
+        vals = [r[key] for r in rounds]
+        row[key] = float("nan") if any(math.isnan(v) for v in vals) else float(statistics.median(vals))
+        row[key + "_rounds"] = vals
+    if all(r.get("violations") is not None for r in rounds):
+        row["violations"] = max(r["violations"] for r in rounds)
+    return row
+
+
 def zbound_cd_values(zbound, eb):
     p = subprocess.run([zbound, "cdvalues", "--abs", repr(eb), "--predictor", "lorenzo", "--encoder", "fast",
                         "--format", "words"], capture_output=True, text=True, check=True)
@@ -193,6 +209,7 @@ def main():
     ap.add_argument("--rel", default="1e-2,1e-3,1e-4", help="bounds relative to the finite value range")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=1, help="measure every tool this many times, in turn (median)")
     ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "compare_cpu.json"))
     ap.add_argument("--pipelines", default="lorenzo/fast",
                     help="zbound pipelines PREDICTOR/ENCODER to measure, e.g. lorenzo/fast,auto/ratio")
@@ -200,6 +217,8 @@ def main():
     args = ap.parse_args()
     if args.repeat < 5:
         ap.error("--repeat must be at least 5 (medians of >= 5 runs)")
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     if not os.path.isfile(args.zbound):
         sys.exit(f"compare_cpu.py: zbound CLI not found at {args.zbound} (build first: bash scripts/setup.sh)")
 
@@ -223,10 +242,13 @@ def main():
                 eb = rel * vrange
                 base = {"field": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "rel": rel, "eb": eb,
                         "bytes_in": arr.nbytes}
-                results = [run_zbound_cli(args.zbound, raw_path, arr, eb, args.repeat, args.warmup, pl)
-                           for pl in args.pipelines.split(",")]
                 tools = (["zbound-h5py"] if os.path.isfile(plugin) else []) + ["sz3"] + ([] if args.no_zfp else ["zfp"])
-                results += [run_h5py(tool, raw_path, arr, eb, args) for tool in tools]
+                rounds = []
+                for _ in range(args.rounds):
+                    rounds.append([run_zbound_cli(args.zbound, raw_path, arr, eb, args.repeat, args.warmup, pl)
+                                   for pl in args.pipelines.split(",")] +
+                                  [run_h5py(tool, raw_path, arr, eb, args) for tool in tools])
+                results = [combine_rounds([r[i] for r in rounds]) for i in range(len(rounds[0]))]
                 for r in results:
                     rows.append({**base, **r})
                     print(f"{name:18s} rel {rel:<7g} {r['tool']:12s} CR {r['ratio']:8.3f}  comp "
@@ -293,7 +315,7 @@ def main():
 
     meta = {"machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus, {platform.platform()}",
             "commit": git_commit(), "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-            "repeat": args.repeat, "warmup": args.warmup, "hdf5plugin": hdf5plugin.version,
+            "repeat": args.repeat, "warmup": args.warmup, "rounds": args.rounds, "hdf5plugin": hdf5plugin.version,
             "h5py_hdf5": __import__("h5py").version.hdf5_version}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
