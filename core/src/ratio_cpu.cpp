@@ -686,10 +686,35 @@ struct SubBlockCursor {
 struct CodeTables {
     const RatioCodebook &cb;
     const uint32_t *lut, *limit;
+    const uint64_t *multi;   // build_multi_table
 };
 
-// Decodes what one 64-bit load of c's bitstream holds (at least 57 bits: three codes of at most 16 bits, or items
-// of a code and at most 12 extra bits while 28 bits remain). Cursors stepped in turn decode their sub-blocks as
+// Several symbols per lookup: multi[i] for the first kRatioLutBits bits i of the remaining bitstream holds the
+// literal symbols (below cb.symbols: no run token) whose codes lie whole in those bits, at most three, in order:
+// bits 0-1 their count (0: the first code is longer, a run token or no code), bits 2-5 their total length, and the
+// symbols at bits 16, 32 and 48. At high ratios most codes are one to three bits long, so one lookup in place of
+// one per code.
+void build_multi_table(const RatioCodebook &cb, const uint32_t *lut, std::vector<uint64_t> &multi) {
+    constexpr uint32_t K = kRatioLutBits, mask = (1u << K) - 1;
+    multi.assign((size_t)1 << K, 0);
+    for (uint32_t v = 0; v <= mask; ++v) {
+        uint64_t e = 0;
+        uint32_t used = 0, count = 0;
+        while (count < 3) {
+            // A code of length l <= K - used is read from real bits only (those shifted in below are zeros).
+            const uint32_t entry = lut[(v << used) & mask], l = entry & 31, sym = entry >> 16;
+            if (!l || used + l > K || sym >= cb.symbols) break;
+            e |= (uint64_t)sym << (16 + 16 * count);
+            used += l;
+            ++count;
+        }
+        multi[v] = count ? e | count | (uint64_t)used << 2 : 0;
+    }
+}
+
+// Decodes what one 64-bit load of c's bitstream holds (at least 57 bits): literals three at a time from the multi
+// table where it has them, else three codes of at most 16 bits, or items of a code and at most 12 extra bits while
+// 28 bits remain. Cursors stepped in turn decode their sub-blocks as
 // independent chains of table lookups, which a core overlaps (one chain is latency-bound).
 template <bool kRuns>
 ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const CodeTables &t) {
@@ -708,7 +733,26 @@ ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const 
         return 0;   // len 0: no code
     };
     uint64_t w = load_be64(bits + (c.pos >> 3)) << (c.pos & 7);
+    // Up to three literals from one lookup of the multi table, while the sub-block has room for the four symbols
+    // its store writes (the fourth is written again by the next step).
+    auto multi = [&](int &avail) {
+        if (avail < K || c.cnt - c.i < 4) return false;
+        const uint64_t e = t.multi[w >> (64 - K)];
+        if (!(e & 3)) return false;
+        const uint64_t syms = e >> 16;
+        std::memcpy(c.out + c.i, &syms, 8);
+        const uint32_t l = (uint32_t)(e >> 2) & 15;
+        c.i += e & 3;
+        w <<= l;
+        c.pos += l;
+        avail -= (int)l;
+        return true;
+    };
     if (!kRuns) {
+        int avail = 57;
+        while (multi(avail) && c.i < c.cnt) {
+        }
+        if (avail < 48 || c.i >= c.cnt) return;
         const int codes = c.cnt - c.i >= 3 ? 3 : 1;
         for (int k = 0; k < codes; ++k) {
             uint32_t l;
@@ -725,7 +769,9 @@ ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const 
     }
     const uint32_t A = cb.symbols;
     int avail = 57;
-    do {
+    while (c.i < c.cnt) {
+        if (multi(avail)) continue;
+        if (avail < 28) return;
         uint32_t l;
         const uint32_t s = code(w, l);
         if (!l) {
@@ -751,7 +797,7 @@ ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const 
         }
         std::fill(c.out + c.i, c.out + c.i + L, (uint16_t)cb.run_symbol);
         c.i += L;
-    } while (avail >= 28 && c.i < c.cnt);
+    }
 }
 
 // Decodes the sub-blocks of kWays cursors (some may be empty: cnt 0), interleaved while all have symbols left. Four
@@ -844,7 +890,9 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         // 3. sub-blocks in parallel
         RatioDecodeTables tab;
         ratio_build_decode_tables(cb, tab);
-        const CodeTables tables{cb, tab.lut.data(), tab.limit};
+        std::vector<uint64_t> multi;
+        build_multi_table(cb, tab.lut.data(), multi);
+        const CodeTables tables{cb, tab.lut.data(), tab.limit, multi.data()};
         std::atomic<uint64_t> bad{~0ull};
         auto mark_bad = [&](uint64_t j) {   // the lowest bad sub-block is reported
             uint64_t cur = bad.load();
