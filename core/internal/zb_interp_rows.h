@@ -1,6 +1,6 @@
 // The interp predictor's passes on the CPU, one row at a time (core/src/interp_cpu.cpp runs the passes; this header
-// holds what its row loops share with their AVX2 versions in core/src/interp_rows_avx2.cpp and the decoder's AVX-512
-// one in core/src/interp_rows_avx512.cpp): the points of a pass,
+// holds what its row loops share with their AVX2 versions in core/src/interp_rows_avx2.cpp and AVX-512 ones in
+// core/src/interp_rows_avx512.cpp): the points of a pass,
 // the walk over a row's spans of one spline case, and the encoder's and decoder's work per row.
 #pragma once
 #include <algorithm>
@@ -192,6 +192,39 @@ template <typename T> struct DecodePass {
     double twoe;
 };
 
+// The scalar work of one point, for the vector rows' points near a row's ends: the encoder's quantize_residual of
+// x[idx] against pred (exception byte and reconstruction stored, the code returned), the decoder's value of a point
+// that is not an exception.
+template <typename T> ZB_ALWAYS_INLINE int32_t encode_point(const EncodePass<T> &ep, int64_t idx, double pred) {
+    const ResidualParams &rp = ep.rp;
+    int32_t q;
+    T r;
+    const bool regular =
+        quantize_residual<T>(ep.x[idx], pred, rp.twoe, rp.recip, rp.eb, rp.radius, rp.has_fill, rp.fill_bits, q, r);
+    ep.exc[idx] = regular ? 0 : 1;
+    ep.recon[idx] = r;
+    return q;
+}
+template <typename T>
+ZB_ALWAYS_INLINE void decode_point(const DecodePass<T> &dp, int64_t idx, double pred, int32_t code) {
+    if (!dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, code, dp.twoe);
+}
+
+// What the vector rows' bodies share: where the row's points and codes are (codes of point ix at
+// codes_[ix * code_step_]) and the scratch for a row's predictions. Each level adds the span that walk_row calls.
+template <typename Code> class RowPoints {
+public:
+    RowPoints(const Pass &p, const Row &row, Code *codes, int64_t code_step, double *pred)
+        : codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx), pred_(pred), along_x_(p.dim == 2) {}
+    bool along_x() const { return along_x_; }
+
+protected:
+    Code *codes_;
+    int64_t code_step_, first_, dx_;
+    double *pred_;   // row.count doubles
+    bool along_x_;
+};
+
 // One row of a pass (its points' codes at codes[ix * code_step]); `scratch` holds row.count doubles.
 #if ZB_SIMD_X86
 template <typename T>
@@ -200,6 +233,9 @@ void encode_row_avx2(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &r
 template <typename T>
 void decode_row_avx2(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
                      int64_t code_step, double *scratch);
+template <typename T>
+void encode_row_avx512(const EncodePass<T> &ep, int64_t z, int64_t y, const Row &row, int32_t *codes,
+                       int64_t code_step, double *scratch);
 template <typename T>
 void decode_row_avx512(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &row, const int32_t *codes,
                        int64_t code_step, double *scratch);

@@ -296,6 +296,7 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
     auto encode_row = encode_row_base<T>;
 #if ZB_SIMD_X86
     if (simd_level() >= kSimdAvx2) encode_row = encode_row_avx2<T>;
+    if (simd_level() >= kSimdAvx512) encode_row = encode_row_avx512<T>;
 #endif
     pos.base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {

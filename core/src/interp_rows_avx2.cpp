@@ -177,24 +177,14 @@ ZB_TARGET_AVX2 void span_avx2(Body body, double *pred, int64_t ix0, int64_t ix1,
     for (; ix < ix1; ++ix) body.point(ix, span_prediction<K, Natural, false>(ix * dx, a, b, c, d));
 }
 
-// What the encoder's and decoder's row bodies share: where the row's points and codes are (codes of point ix at
-// codes_[ix * code_step_]), the scratch for a row's predictions, and the span that walk_row calls.
-template <typename Body, typename Code> class RowBody {
+// The row bodies' part that is AVX2's: the span that walk_row calls.
+template <typename Body, typename Code> class RowBody : public RowPoints<Code> {
 public:
-    RowBody(const Pass &p, const Row &row, Code *codes, int64_t code_step, double *pred)
-        : codes_(codes), code_step_(code_step), first_(row.first), dx_(row.dx), pred_(pred), along_x_(p.dim == 2) {}
-    bool along_x() const { return along_x_; }
-
+    using RowPoints<Code>::RowPoints;
     template <SplineCase K, bool Natural, typename T>
     void span(int64_t ix0, int64_t ix1, int64_t dx, const T *a, const T *b, const T *c, const T *d) {
-        span_avx2<K, Natural>(static_cast<const Body &>(*this), pred_, ix0, ix1, dx, a, b, c, d);
+        span_avx2<K, Natural>(static_cast<const Body &>(*this), this->pred_, ix0, ix1, dx, a, b, c, d);
     }
-
-protected:
-    Code *codes_;
-    int64_t code_step_, first_, dx_;
-    double *pred_;   // row.count doubles
-    bool along_x_;
 };
 
 // The encoder's body for walk_row: quantize_residual of every point, four at a time with AVX2.
@@ -204,26 +194,17 @@ template <typename T> class EncodeRow : public RowBody<EncodeRow<T>, int32_t> {
 
 public:
     EncodeRow(const EncodePass<T> &ep, const Row &row, int32_t *codes, int64_t code_step, double *pred)
-        : Base(*ep.g.p, row, codes, code_step, pred), x_(ep.x), recon_(ep.recon), exc_(ep.exc), rp_(ep.rp) {}
+        : Base(*ep.g.p, row, codes, code_step, pred), ep_(ep) {}
 
-    void point(int64_t ix, double pred) {
-        const int64_t idx = first_ + ix * dx_;
-        int32_t q;
-        T r;
-        const bool regular = quantize_residual<T>(x_[idx], pred, rp_.twoe, rp_.recip, rp_.eb, rp_.radius,
-                                                  rp_.has_fill, rp_.fill_bits, q, r);
-        codes_[ix * code_step_] = q;
-        exc_[idx] = regular ? 0 : 1;
-        recon_[idx] = r;
-    }
+    void point(int64_t ix, double pred) { codes_[ix * code_step_] = encode_point(ep_, first_ + ix * dx_, pred); }
 
     // quantize_residual of points ix .. ix + 3 against the predictions p.
     ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more, bool wide) {
-        const ResidualParams &rp = rp_;
+        const ResidualParams &rp = ep_.rp;
         const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
         const int64_t dx = dx_, i = first_ + ix * dx;
         typename Raw4<T>::type raw, rt;
-        const __m256d xd = load4(x_ + i, dx, more, raw);   // x is never stored to
+        const __m256d xd = load4(ep_.x + i, dx, more, raw);   // x is never stored to
         const int is_fill = rp.has_fill ? fill_lanes(raw, rp.fill_bits) : 0;
         // special: not finite, the fill value, or -0.0
         const int zero = _mm256_movemask_pd(_mm256_cmp_pd(xd, _mm256_setzero_pd(), _CMP_EQ_OQ));
@@ -253,17 +234,14 @@ public:
         }
         const uint32_t e = bits_to_bytes4((uint32_t)~regular);   // byte k: 1 if point k is an exception
         if (dx == 1)
-            std::memcpy(exc_ + i, &e, 4);
+            std::memcpy(ep_.exc + i, &e, 4);
         else
-            for (int k = 0; k < 4; ++k) exc_[i + k * dx] = (uint8_t)(e >> 8 * k);
-        store4_masked(recon_ + i, dx, wide, blend4(raw, rt, regular), 0xf);
+            for (int k = 0; k < 4; ++k) ep_.exc[i + k * dx] = (uint8_t)(e >> 8 * k);
+        store4_masked(ep_.recon + i, dx, wide, blend4(raw, rt, regular), 0xf);
     }
 
 private:
-    const T *x_;
-    T *recon_;
-    uint8_t *exc_;
-    ResidualParams rp_;
+    EncodePass<T> ep_;
 };
 
 // The decoder's body for walk_row: the values of the points that are not exceptions, four at a time with AVX2.
@@ -273,12 +251,9 @@ template <typename T> class DecodeRow : public RowBody<DecodeRow<T>, const int32
 
 public:
     DecodeRow(const DecodePass<T> &dp, const Row &row, const int32_t *codes, int64_t code_step, double *pred)
-        : Base(*dp.g.p, row, codes, code_step, pred), out_(dp.out), mask_(dp.mask), twoe_(dp.twoe) {}
+        : Base(*dp.g.p, row, codes, code_step, pred), dp_(dp) {}
 
-    void point(int64_t ix, double pred) {
-        const int64_t idx = first_ + ix * dx_;
-        if (!mask_[idx]) out_[idx] = dequantize_residual<T>(pred, codes_[ix * code_step_], twoe_);
-    }
+    void point(int64_t ix, double pred) { decode_point(dp_, first_ + ix * dx_, pred, codes_[ix * code_step_]); }
 
     // dequantize_residual of points ix .. ix + 3 with the predictions p, stored where the point is not an exception.
     ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void apply4(int64_t ix, __m256d p, bool more, bool wide) {
@@ -288,30 +263,28 @@ public:
                               : _mm_setr_epi32(codes_[ix * code_step_], codes_[(ix + 1) * code_step_],
                                                codes_[(ix + 2) * code_step_], codes_[(ix + 3) * code_step_]);
         typename Raw4<T>::type v;
-        round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(q), _mm256_set1_pd(twoe_))), v);
+        round_to(_mm256_add_pd(p, _mm256_mul_pd(_mm256_cvtepi32_pd(q), _mm256_set1_pd(dp_.twoe))), v);
         // keep: bit k set when point k is not an exception, gathered from the mask bytes (0, or 1 where
         // decode_exceptions marked one) by a multiply that moves bit 0 of byte k to bit 24 + k without carries
         // (no pext: AMD cores before Zen 3 run it in microcode).
         int keep;
         if (dx == 2 && more) {   // the even bytes of eight: byte 2k's bit 0 to bit 56 + k
             uint64_t m8;
-            std::memcpy(&m8, mask_ + i, 8);
+            std::memcpy(&m8, dp_.mask + i, 8);
             keep = (int)((((~m8) & 0x0001000100010001ull) * 0x0100020004000800ull) >> 56);
         } else {
             uint32_t m;
             if (dx == 1)
-                std::memcpy(&m, mask_ + i, 4);
+                std::memcpy(&m, dp_.mask + i, 4);
             else
-                m = mask_[i] | mask_[i + dx] << 8 | mask_[i + 2 * dx] << 16 | (uint32_t)mask_[i + 3 * dx] << 24;
+                m = dp_.mask[i] | dp_.mask[i + dx] << 8 | dp_.mask[i + 2 * dx] << 16 | (uint32_t)dp_.mask[i + 3 * dx] << 24;
             keep = (int)((((~m) & 0x01010101u) * 0x01020408u) >> 24);
         }
-        store4_masked(out_ + i, dx, wide, v, keep);
+        store4_masked(dp_.out + i, dx, wide, v, keep);
     }
 
 private:
-    T *out_;
-    const uint8_t *mask_;
-    double twoe_;
+    DecodePass<T> dp_;
 };
 
 }  // namespace
