@@ -687,33 +687,53 @@ struct CodeTables {
     const RatioCodebook &cb;
     const uint32_t *lut, *limit;
     const uint64_t *multi;   // build_multi_table
+    const uint16_t *run32;   // 32 copies of the run symbol
 };
 
 // Several symbols per lookup: multi[i] for the first kRatioLutBits bits i of the remaining bitstream holds the
-// literal symbols (below cb.symbols: no run token) whose codes lie whole in those bits, at most three, in order:
-// bits 0-1 their count (0: the first code is longer, a run token or no code), bits 2-5 their total length, and the
-// symbols at bits 16, 32 and 48. At high ratios most codes are one to three bits long, so one lookup in place of
-// one per code.
+// literal symbols (below cb.symbols) whose codes lie whole in those bits, at most three, in order, then the run of a
+// run token that follows them when its code and extra bits lie in those bits too: bits 0-1 the literals' count,
+// bits 2-5 the total length, bits 6-15 the run's length (0: none), the literals at bits 16, 32 and 48. An entry of
+// neither (0) means a longer code, a longer run or no code. At high ratios most codes are one to three bits long and
+// runs of the zero symbol take the rest: one lookup in place of one per code, and fewer unpredictable branches
+// between literals and runs.
+constexpr uint32_t kMultiRunMax = 1023;
 void build_multi_table(const RatioCodebook &cb, const uint32_t *lut, std::vector<uint64_t> &multi) {
     constexpr uint32_t K = kRatioLutBits, mask = (1u << K) - 1;
     multi.assign((size_t)1 << K, 0);
     for (uint32_t v = 0; v <= mask; ++v) {
         uint64_t e = 0;
-        uint32_t used = 0, count = 0;
-        while (count < 3) {
-            // A code of length l <= K - used is read from real bits only (those shifted in below are zeros).
-            const uint32_t entry = lut[(v << used) & mask], l = entry & 31, sym = entry >> 16;
-            if (!l || used + l > K || sym >= cb.symbols) break;
+        uint32_t used = 0, count = 0, run = 0;
+        // A code of length l <= K - used is read from real bits only (those shifted in below are zeros).
+        auto next = [&](uint32_t &l) {
+            const uint32_t entry = lut[(v << used) & mask];
+            l = entry & 31;
+            return l && used + l <= K ? entry >> 16 : ~0u;
+        };
+        uint32_t l, sym;
+        while (count < 3 && (sym = next(l)) < cb.symbols) {
             e |= (uint64_t)sym << (16 + 16 * count);
             used += l;
             ++count;
         }
-        multi[v] = count ? e | count | (uint64_t)used << 2 : 0;
+        if (cb.runs && (sym = next(l)) != ~0u && sym >= cb.symbols) {
+            const uint32_t offset = sym - cb.symbols;
+            const uint32_t xb = (uint32_t)ratio_run_extra_bits(offset);
+            if (used + l + xb <= K) {
+                const uint32_t extra = xb ? ((v << (used + l)) & mask) >> (K - xb) : 0u;
+                const uint32_t L = ratio_run_length(offset, extra);
+                if (L <= kMultiRunMax) {
+                    run = L;
+                    used += l + xb;
+                }
+            }
+        }
+        multi[v] = count || run ? e | count | (uint64_t)used << 2 | (uint64_t)run << 6 : 0;
     }
 }
 
-// Decodes what one 64-bit load of c's bitstream holds (at least 57 bits): literals three at a time from the multi
-// table where it has them, else three codes of at most 16 bits, or items of a code and at most 12 extra bits while
+// Decodes what one 64-bit load of c's bitstream holds (at least 57 bits): literals and runs from the multi table
+// where it has them, else three codes of at most 16 bits, or items of a code and at most 12 extra bits while
 // 28 bits remain. Cursors stepped in turn decode their sub-blocks as
 // independent chains of table lookups, which a core overlaps (one chain is latency-bound).
 template <bool kRuns>
@@ -733,16 +753,20 @@ ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const 
         return 0;   // len 0: no code
     };
     uint64_t w = load_be64(bits + (c.pos >> 3)) << (c.pos & 7);
-    // Up to three literals from one lookup of the multi table, while the sub-block has room for the four symbols
-    // its store writes (the fourth is written again by the next step).
+    // Up to three literals and a run from one lookup of the multi table, while the sub-block has room for what the
+    // stores write: four symbols for the literals, whole 32-symbol stores for the run (what lies past them is
+    // written again by the next steps).
     auto multi = [&](int &avail) {
-        if (avail < K || c.cnt - c.i < 4) return false;
+        if (avail < K) return false;
         const uint64_t e = t.multi[w >> (64 - K)];
-        if (!(e & 3)) return false;
+        const uint32_t count = (uint32_t)e & 3, run = (uint32_t)(e >> 6) & kMultiRunMax;
+        if (!(count | run) || c.cnt - c.i < 4 + ((run + 31) & ~31u)) return false;
         const uint64_t syms = e >> 16;
         std::memcpy(c.out + c.i, &syms, 8);
+        c.i += count;
+        for (uint32_t k = 0; k < run; k += 32) std::memcpy(c.out + c.i + k, t.run32, 64);
+        c.i += run;
         const uint32_t l = (uint32_t)(e >> 2) & 15;
-        c.i += e & 3;
         w <<= l;
         c.pos += l;
         avail -= (int)l;
@@ -892,7 +916,9 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         ratio_build_decode_tables(cb, tab);
         std::vector<uint64_t> multi;
         build_multi_table(cb, tab.lut.data(), multi);
-        const CodeTables tables{cb, tab.lut.data(), tab.limit, multi.data()};
+        uint16_t run32[32];
+        std::fill(run32, run32 + 32, (uint16_t)cb.run_symbol);
+        const CodeTables tables{cb, tab.lut.data(), tab.limit, multi.data(), run32};
         std::atomic<uint64_t> bad{~0ull};
         auto mark_bad = [&](uint64_t j) {   // the lowest bad sub-block is reported
             uint64_t cur = bad.load();
