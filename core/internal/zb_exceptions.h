@@ -267,8 +267,12 @@ bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t run
             unsigned cnt = in - ((in >> 1) & 0x55u);
             cnt = (cnt & 0x33u) + ((cnt >> 2) & 0x33u);
             cnt = (cnt + (cnt >> 4)) & 0x0Fu;
+            if (!cnt) {   // the byte's edges only close a run: no exception in it (and no change bit to read)
+                inside = false;
+                return true;
+            }
             if (j + cnt <= k) {
-                const uint64_t c = j >> 3;
+                const uint64_t c = j >> 3;   // < change.size(): j < k
                 const unsigned word = change[c] | (c + 1 < change.size() ? (unsigned)change[c + 1] << 8 : 0u);
                 if (!((word >> (j & 7)) & ((1u << cnt) - 1u))) {
                     if (in == 0xFFu) {   // inside a run (a NaN or fill region): eight at once
