@@ -316,36 +316,48 @@ void ratio_build_decode_tables(const RatioCodebook &cb, RatioDecodeTables &t) {
 
 namespace {
 
-// Calls emit(symbol or token, extra bits, extra) for the symbols s[0..cnt) of one sub-block, each maximal run of
-// z (z = kRatioNoRunSymbol: none) as one token of the extended alphabet above A. Inside a run the following
-// symbols are compared with z eight at a time (SSE2): at high ratios most symbols are z, and the one-by-one loop
-// was the encoder's largest cost.
-template <typename F> inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t A, uint32_t z, F &&emit) {
-    uint32_t run = 0;
+// Bit k set where s[k] differs from z, for 64 symbols (SSE2: eight compares, packed to bytes, four movemasks).
+inline uint64_t differ_mask64(const uint16_t *s, uint32_t z) {
+    uint64_t m = 0;
 #if defined(__SSE2__)
-    const __m128i zv = _mm_set1_epi16((short)(uint16_t)z);   // only used when z is a symbol (z < 65536)
-#endif
-    for (uint64_t i = 0; i < cnt;) {
-        const uint32_t v = s[i++];
-        if (v != z) {
-            if (run) ratio_emit_run(run, A, z, emit);
-            run = 0;
-            emit(v, 0, 0u);
-            continue;
-        }
-        ++run;
-#if defined(__SSE2__)
-        while (z < 65536 && i + 8 <= cnt) {
-            const uint32_t eq = (uint32_t)_mm_movemask_epi8(
-                _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)), zv));
-            const uint32_t lead = eq == 0xffff ? 8 : (uint32_t)__builtin_ctz(~eq) / 2;   // z's before another symbol
-            run += lead;
-            i += lead;
-            if (lead < 8) break;
-        }
-#endif
+    const __m128i zv = _mm_set1_epi16((short)(uint16_t)z);
+    for (int k = 0; k < 4; ++k) {
+        const __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16 * k)), zv);
+        const __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16 * k + 8)), zv);
+        m |= (uint64_t)(~(uint32_t)_mm_movemask_epi8(_mm_packs_epi16(a, b)) & 0xFFFFu) << (16 * k);
     }
-    if (run) ratio_emit_run(run, A, z, emit);
+#else
+    for (int k = 0; k < 64; ++k) m |= (uint64_t)(s[k] != z) << k;
+#endif
+    return m;
+}
+
+// Calls emit(symbol or token, extra bits, extra) for the symbols s[0..cnt) of one sub-block (z < 65536, the run
+// symbol), each maximal run of z as one token of the extended alphabet above A. 64 symbols at a time: a mask of
+// the symbols other than z, whose set bits are visited in order, the z's between them counted from the gaps; at
+// high ratios most symbols are z, and a loop with a branch per symbol was the encoder's largest cost.
+template <typename F> inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t A, uint32_t z, F &&emit) {
+    uint64_t run = 0;   // z's since the last other symbol
+    for (uint64_t base = 0; base < cnt; base += 64) {
+        const uint32_t len = (uint32_t)std::min<uint64_t>(64, cnt - base);
+        uint64_t m = 0;
+        if (len == 64) {
+            m = differ_mask64(s + base, z);
+        } else {
+            for (uint32_t k = 0; k < len; ++k) m |= (uint64_t)(s[base + k] != z) << k;
+        }
+        uint32_t next = 0;   // window position after the last symbol handled
+        for (; m; m &= m - 1) {
+            const uint32_t p = (uint32_t)__builtin_ctzll(m);
+            run += p - next;
+            if (run) ratio_emit_run((uint32_t)run, A, z, emit);
+            run = 0;
+            emit(s[base + p], 0, 0u);
+            next = p + 1;
+        }
+        run += len - next;
+    }
+    if (run) ratio_emit_run((uint32_t)run, A, z, emit);
 }
 
 // Counts of the plain symbols from token counts over `count` symbols: z's count is what the others leave.
