@@ -53,7 +53,8 @@ TEST(Crc32c, PayloadChecksumIndependentOfThreads) {
             for (int i = 0; i < 4; ++i) crcs.push_back((uint8_t)(c >> (8 * i)));
         }
         const uint32_t ref = zb::crc32c(crcs.data(), crcs.size());
-        for (int threads : {1, 2, 3}) EXPECT_EQ(zb::payload_checksum(d.data(), len, threads), ref) << len << " " << threads;
+        for (int threads : {1, 2, 3})
+            EXPECT_EQ(zb::payload_checksum(d.data(), len, threads), ref) << len << " " << threads;
     }
 }
 

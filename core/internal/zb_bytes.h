@@ -20,6 +20,14 @@ inline double get_f64(const uint8_t *p) { uint64_t u = get_u64(p); double v; std
 // vector loops use it for their exception bytes instead of pdep, which AMD cores before Zen 3 run in microcode.
 inline uint32_t bits_to_bytes4(uint32_t b) { return ((b & 0xfu) * 0x00204081u) & 0x01010101u; }
 
+// The number of set bits of m without the popcnt instruction (the baseline build targets CPUs that lack it, and
+// __builtin_popcountll there is a call into libgcc).
+inline uint32_t popcount_swar(uint64_t m) {
+    m -= (m >> 1) & 0x5555555555555555ull;
+    m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+    return (uint32_t)((((m + (m >> 4)) & 0x0F0F0F0F0F0F0F0Full) * 0x0101010101010101ull) >> 56);
+}
+
 // The host is little-endian (x86-64 / aarch64); value arrays are copied as they are. Checked at compile time.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "zbound assumes a little-endian host");
 

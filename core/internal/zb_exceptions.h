@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "zb_bytes.h"
 #include "zb_cpu.h"
 #include "zb_format.h"
 #include "zb_quant.h"
@@ -55,7 +56,7 @@ inline uint64_t exception_edges(const uint8_t *exc, uint64_t n, uint64_t b0, uin
     uint64_t count = 0, b = b0;
 #if defined(__SSE2__)
     // 64 mask bytes at a time: one bit per byte from SSE2 compares, the edges by a shift of the 64-bit mask, the
-    // count by a SWAR popcount (the baseline has no popcnt instruction).
+    // count by popcount_swar (the baseline has no popcnt instruction).
     if (b + 8 <= b1 && 8 * (b + 8) <= n) {
         uint64_t carry = b ? (exc[8 * b - 1] != 0) : 0;   // the mask bit before the first
         const __m128i zero = _mm_setzero_si128();
@@ -74,9 +75,7 @@ inline uint64_t exception_edges(const uint8_t *exc, uint64_t n, uint64_t b0, uin
             const uint64_t e = m ^ ((m << 1) | carry);
             std::memcpy(edge + b, &e, 8);   // little-endian: byte j holds bits 8j .. 8j+7
             carry = m >> 63;
-            uint64_t c = m - ((m >> 1) & 0x5555555555555555ull);
-            c = (c & 0x3333333333333333ull) + ((c >> 2) & 0x3333333333333333ull);
-            count += (((c + (c >> 4)) & 0x0F0F0F0F0F0F0F0Full) * 0x0101010101010101ull) >> 56;
+            count += popcount_swar(m);
         }
     }
 #endif
@@ -264,9 +263,7 @@ bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t run
             in ^= in << 2;
             in ^= in << 4;
             in = (in ^ (inside ? 0xFFu : 0u)) & 0xFFu;
-            unsigned cnt = in - ((in >> 1) & 0x55u);
-            cnt = (cnt & 0x33u) + ((cnt >> 2) & 0x33u);
-            cnt = (cnt + (cnt >> 4)) & 0x0Fu;
+            const unsigned cnt = popcount_swar(in);
             if (!cnt) {   // the byte's edges only close a run: no exception in it (and no change bit to read)
                 inside = false;
                 return true;

@@ -143,7 +143,8 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m256d predict4(int64_t i, int64_t dx, bool wid
     } else {
         const __m256d vc = load4(c + i, dx, wide);
         __m256d p;
-        spline_vector<K, Natural>(vb, vc, [&](const T *v, __m256d &out) ZB_TARGET_AVX2 { out = load4(v + i, dx, wide); }, a, d, p);
+        auto load = [&](const T *v, __m256d &out) ZB_TARGET_AVX2 { out = load4(v + i, dx, wide); };
+        spline_vector<K, Natural>(vb, vc, load, a, d, p);
         // finite_prediction_sel(p, b, c)
         const __m256d fallback = _mm256_blendv_pd(_mm256_and_pd(vc, finite4(vc)), vb, finite4(vb));
         return _mm256_blendv_pd(fallback, p, finite4(p));
@@ -277,7 +278,8 @@ public:
             if (dx == 1)
                 std::memcpy(&m, dp_.mask + i, 4);
             else
-                m = dp_.mask[i] | dp_.mask[i + dx] << 8 | dp_.mask[i + 2 * dx] << 16 | (uint32_t)dp_.mask[i + 3 * dx] << 24;
+                m = dp_.mask[i] | dp_.mask[i + dx] << 8 | dp_.mask[i + 2 * dx] << 16 |
+                    (uint32_t)dp_.mask[i + 3 * dx] << 24;
             keep = (int)((((~m) & 0x01010101u) * 0x01020408u) >> 24);
         }
         store4_masked(dp_.out + i, dx, wide, v, keep);

@@ -1,11 +1,11 @@
-// The interp encoder's and decoder's rows (zb_interp_rows.h) eight points at a time with AVX-512. What AVX-512 adds over the AVX2
-// rows (interp_rows_avx2.cpp): twice the lanes, and masks, so that a span's last points take a partial vector (masked
-// loads read nothing past it) instead of the scalar loop, and strided rows take gathers and scatters. In a 3D field
-// of a few hundred thousand values the rows are short (tens of points) and those scalar ends were a tenth of the
-// decode. Each step is the scalar code's IEEE double operation on a vector, in the same order (no FMA: the build has
-// -ffp-contract=off), so the values are bit for bit those of the baseline's rows; core_simd_test compares them on
-// every kind of value and every spline case (Simd.InterpRowsIdenticalAtEveryLevel): codes, exception bytes and
-// reconstructions of the encoder, values of the decoder.
+// The interp encoder's and decoder's rows (zb_interp_rows.h) eight points at a time with AVX-512. What AVX-512 adds
+// over the AVX2 rows (interp_rows_avx2.cpp): twice the lanes, and masks, so that a span's last points take a partial
+// vector (masked loads read nothing past it) instead of the scalar loop, and strided rows take gathers and
+// scatters. In a 3D field of a few hundred thousand values the rows are short (tens of points) and those scalar ends
+// were a tenth of the decode. Each step is the scalar code's IEEE double operation on a vector, in the same order (no
+// FMA: the build has -ffp-contract=off), so the values are bit for bit those of the baseline's rows; core_simd_test
+// compares them on every kind of value and every spline case (Simd.InterpRowsIdenticalAtEveryLevel): codes,
+// exception bytes and reconstructions of the encoder, values of the decoder.
 #include "zb_interp_rows.h"
 #include <cstring>
 #if ZB_SIMD_X86
@@ -106,7 +106,8 @@ ZB_AVX512_INLINE __m512d predict8(int64_t i, int64_t dx, __mmask8 m, const T *a,
     } else {
         const __m512d vc = load8(c + i, dx, m);
         __m512d p;
-        spline_vector<K, Natural>(vb, vc, [&](const T *v, __m512d &out) ZB_TARGET_AVX512 { out = load8(v + i, dx, m); }, a, d, p);
+        auto load = [&](const T *v, __m512d &out) ZB_TARGET_AVX512 { out = load8(v + i, dx, m); };
+        spline_vector<K, Natural>(vb, vc, load, a, d, p);
         // finite_prediction_sel(p, b, c)
         const __m512d fallback = _mm512_mask_blend_pd(finite8(vb), _mm512_maskz_mov_pd(finite8(vc), vc), vb);
         return _mm512_mask_blend_pd(finite8(p), fallback, p);
@@ -221,7 +222,8 @@ public:
         if (dx == 1) {
             _mm_mask_storeu_epi8(ep_.exc + i, m, _mm_maskz_mov_epi8(exceptions, one));
         } else if (dx == 2) {
-            _mm_mask_storeu_epi8(ep_.exc + i, (__mmask16)even_bits(m), _mm_maskz_mov_epi8((__mmask16)even_bits(exceptions), one));
+            _mm_mask_storeu_epi8(ep_.exc + i, (__mmask16)even_bits(m),
+                                 _mm_maskz_mov_epi8((__mmask16)even_bits(exceptions), one));
         } else {
             for (int k = 0; k < 8; ++k)
                 if ((m >> k) & 1) ep_.exc[i + k * dx] = (uint8_t)((exceptions >> k) & 1);

@@ -335,7 +335,8 @@ uint64_t tile_block_starts(const uint8_t *flags, uint64_t ntiles, int nt, uint64
     start[0] = 0;
     const auto count = ZB_SIMD_PICK(uint64_t (*)(const uint8_t *, uint64_t), count_ones_words);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) start[(size_t)t + 1] = count(flags + t * kTileFlagBytes, kTileFlagBytes);
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t)
+        start[(size_t)t + 1] = count(flags + t * kTileFlagBytes, kTileFlagBytes);
     for (uint64_t t = 0; t < ntiles; ++t) start[t + 1] += start[t];
     return start[ntiles];
 }
