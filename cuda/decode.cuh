@@ -19,6 +19,7 @@
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
+#include "zb_lorenzo.h"
 #include "zb_quant.h"
 
 namespace zb {
@@ -244,17 +245,21 @@ __device__ __forceinline__ uint32_t x_prefix(const uint32_t *__restrict__ local,
 
 // An axis of a C-order array seen as lines: element (o, l, i) of `outer` x `L` x `inner` sits at (o*L + l)*inner + i,
 // and the scan runs along l. Each line is cut into nseg segments of S elements so that enough threads work even
-// when there are few lines; segment sums are scanned per line and added back as carries.
+// when there are few lines; segment sums are scanned per line and added back as carries. `total` (<= outer * L)
+// ends the last line early: the slowest dim of a stream cut into Lorenzo segments (format version 6) is seen as
+// outer = the segments, L = the layers per segment, each segment's lines scanned on their own.
 struct Lines {
-    uint64_t outer, L, inner, S, nseg;
+    uint64_t outer, L, inner, S, nseg, total;
     FastDiv d_inner, d_nseg;
+    __device__ __forceinline__ uint64_t end_of(uint64_t o, uint64_t l0) const { return min(min(L, l0 + S), total - o * L); }
 };
 
-inline Lines make_lines(uint64_t outer, uint64_t L, uint64_t inner, uint64_t target_threads) {
+inline Lines make_lines(uint64_t outer, uint64_t L, uint64_t inner, uint64_t target_threads, uint64_t total = 0) {
     Lines a;
     a.outer = outer;
     a.L = L;
     a.inner = inner;
+    a.total = total ? total : outer * L;
     const uint64_t lines = outer * inner;
     uint64_t nseg = lines >= target_threads ? 1 : std::min<uint64_t>(L, div_up(target_threads, lines));
     a.S = div_up(L, nseg);
@@ -286,7 +291,7 @@ __global__ void k_segment_sums(const uint32_t *__restrict__ q, const uint2 *__re
     if (tid >= a.outer * a.nseg * a.inner) return;
     uint64_t o, sg, i;
     line_coords(a, tid, o, sg, i);
-    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    const uint64_t l0 = sg * a.S, l1 = a.end_of(o, l0);
     uint64_t idx = (o * a.L + l0) * a.inner + i;
     uint32_t acc = 0;
 #pragma unroll 8
@@ -319,7 +324,7 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
     if (tid >= a.outer * a.nseg * a.inner) return;
     uint64_t o, sg, i;
     line_coords(a, tid, o, sg, i);
-    const uint64_t l0 = sg * a.S, l1 = min(a.L, l0 + a.S);
+    const uint64_t l0 = sg * a.S, l1 = a.end_of(o, l0);
     uint64_t idx = (o * a.L + l0) * a.inner + i;
     uint32_t acc = a.nseg > 1 ? carries[(o * a.inner + i) * a.nseg + sg] : 0u;
 #pragma unroll 4
@@ -531,9 +536,16 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     const uint64_t target = (uint64_t)c.sm_count * 2048;
     const int rank = h.shape.rank;
     const uint64_t nx = h.shape.nx(), ny = h.shape.ny(), nz = h.shape.nz();
-    // Rank 2: y lines (1 x ny x nx). Rank 3: y lines (nz x ny x nx), then z lines (1 x nz x ny*nx).
-    const Lines ly = make_lines(rank == 3 ? nz : 1, ny, nx, target);
-    const Lines lz = make_lines(1, nz, nx * ny, target);
+    // Lorenzo segments along the slowest dim (version 6): each an array of its own. Rank 1 scans rows of a segment
+    // each in the tiles (like the rows of rank 2 and 3); ranks 2 and 3 see their slowest dim as segments x layers.
+    const LorenzoSegments segs =
+        h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape);
+    const uint64_t row_len = rank == 1 ? segs.per_segment : nx;   // where the x scan restarts
+    // Rank 2: y lines (segments x layers x nx). Rank 3: y lines (nz x ny x nx), then z lines (segments x layers x
+    // ny*nx).
+    const Lines ly = rank == 3 ? make_lines(nz, ny, nx, target)
+                               : make_lines(segs.count(), segs.per_segment, nx, target, ny);
+    const Lines lz = make_lines(segs.count(), segs.per_segment, nx * ny, target, nz);   // read in rank 3 only
     auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
     const uint64_t nsums = raw ? 0 : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
 
@@ -601,20 +613,20 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags));
         const uint4 *blocks = reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks));
         const uint64_t nnz = h.nonzero_code_blocks;
-        const FastDiv dx(nx);
+        const FastDiv dx(row_len);
         timer.begin("tiles");
         k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
         ZB_LAUNCHED("k_tile_nnz");
         tb = scan_bytes;
         exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
-        k_decode<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, blocks, nnz, b.cnt, b.off, ntiles, n, nx, dx,
+        k_decode<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, blocks, nnz, b.cnt, b.off, ntiles, n, row_len, dx,
                                                           h.escapes, b.q, b.first_head, b.tail, b.esc_cnt, b.err);
         ZB_LAUNCHED("k_decode");
         if (h.escapes) {
             tb = scan_bytes;
             exclusive_sum(b.temp, tb, b.esc_cnt, b.esc_off, ntiles, s);
             k_patch_escapes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(
-                flags, blocks, nnz, b.off, b.esc_cnt, b.esc_off, ntiles, n, nx, dx,
+                flags, blocks, nnz, b.off, b.esc_cnt, b.esc_off, ntiles, n, row_len, dx,
                 reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.q, b.tail, b.err);
             ZB_LAUNCHED("k_patch_escapes");
         }

@@ -155,13 +155,14 @@ k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, uint32_t *__rest
 
 // ---- prediction --------------------------------------------------------------------------------------------------
 
-// Coordinates (z, y, x) of linear index i.
+// Coordinates (z, y, x) of linear index i. Rank 1 counts x from the start of its Lorenzo segment (zb_lorenzo.h),
+// so that a segment's first value, like a row's, has no left neighbour.
 template <int Rank>
 __device__ __forceinline__ void coords(const Dims &dm, uint64_t i, int64_t &z, int64_t &y, int64_t &xx) {
     if constexpr (Rank == 1) {
         z = 0;
         y = 0;
-        xx = (int64_t)i;
+        xx = (int64_t)(i - dm.dseg.div(i) * dm.seg);
     } else {
         const uint64_t row = dm.dx.div(i);
         xx = (int64_t)(i - row * dm.nx);
@@ -174,6 +175,13 @@ __device__ __forceinline__ void coords(const Dims &dm, uint64_t i, int64_t &z, i
             y = (int64_t)(row - zz * dm.ny);
         }
     }
+}
+
+// Whether the layer of (z, y) is not the first of its Lorenzo segment: its neighbours in the slowest dim (z-1 in
+// rank 3, y-1 in rank 2) are inside the segment.
+template <int Rank> __device__ __forceinline__ bool has_layer_before(const Dims &dm, int64_t z, int64_t y) {
+    const uint64_t layer = Rank == 3 ? (uint64_t)z : (uint64_t)y;
+    return layer - dm.dseg.div(layer) * dm.seg != 0;
 }
 
 // The 2^Rank quantized integers a Lorenzo delta needs, named by offsets (dz dy dx): n000 is the point itself, n001
@@ -203,13 +211,13 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
     nb.n000 = q[i];
     if (xx > 0) nb.n001 = q[i - 1];
     if constexpr (Rank >= 2) {
-        if (y > 0) {
+        if (Rank == 2 ? has_layer_before<2>(dm, z, y) : y > 0) {
             nb.n010 = q[i - nx];
             if (xx > 0) nb.n011 = q[i - nx - 1];
         }
     }
     if constexpr (Rank == 3) {
-        if (z > 0) {
+        if (has_layer_before<3>(dm, z, y)) {
             nb.n100 = q[i - nxy];
             if (xx > 0) nb.n101 = q[i - nxy - 1];
             if (y > 0) {
@@ -250,7 +258,15 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
     uint32_t valid = 0, xzero = 0;       // bit r: round r's value exists / has x == 0
     int64_t z, y, xx;
     coords<Rank>(dm, i0, z, y, xx);
-    const bool y0_pos = y > 0, z0_pos = z > 0;  // round 0's coordinates, for lane 0's own loads below
+    // The position of the layer in its Lorenzo segment (a layer before it exists when > 0) and whether the row
+    // above is in the array (rank 3; in rank 2 the row above is the layer before).
+    uint64_t in_seg = 0;
+    if constexpr (Rank >= 2) {
+        const uint64_t layer = Rank == 3 ? (uint64_t)z : (uint64_t)y;
+        in_seg = layer - dm.dseg.div(layer) * dm.seg;
+    }
+    auto row_above = [&] { return Rank == 3 ? y > 0 : in_seg > 0; };
+    const bool y0_pos = row_above(), z0_pos = in_seg > 0;  // round 0's, for lane 0's own loads below
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
         const uint64_t i = i0 + 32 * (uint64_t)r;
@@ -260,27 +276,32 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
             if (xx == 0) xzero |= 1u << r;
             a[r] = q[i];
             if constexpr (Rank >= 2) {
-                if (y > 0) up[r] = q[i - nx];
+                if (row_above()) up[r] = q[i - nx];
             }
             if constexpr (Rank == 3) {
-                if (z > 0) {
+                if (in_seg > 0) {
                     bk[r] = q[i - nxy];
                     if (y > 0) bu[r] = q[i - nxy - nx];
                 }
             }
         }
         xx += 32;  // next round: 32 values further in C order
-        if constexpr (Rank >= 2) {
+        if constexpr (Rank == 1) {
+            if (xx >= (int64_t)dm.seg) xx -= (int64_t)dm.seg;   // a segment holds far more than 32 values
+        } else {
             while (xx >= (int64_t)nx) {
                 xx -= (int64_t)nx;
+                bool next_layer = true;
                 if constexpr (Rank == 3) {
-                    if (++y == (int64_t)dm.ny) {
+                    next_layer = ++y == (int64_t)dm.ny;
+                    if (next_layer) {
                         y = 0;
                         ++z;
                     }
                 } else {
                     ++y;
                 }
+                if (next_layer && ++in_seg == dm.seg) in_seg = 0;
             }
         }
     }
@@ -472,8 +493,10 @@ inline Dims make_dims(const Shape &s) {
     d.nx = s.nx();
     d.ny = s.ny();
     d.nz = s.nz();
+    d.seg = lorenzo_segments(s).per_segment;
     d.dx = FastDiv(d.nx);
     d.dy = FastDiv(d.ny);
+    d.dseg = FastDiv(d.seg);
     return d;
 }
 
@@ -743,6 +766,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
 
     // ---- 4. layout, raw-passthrough decision
+    h.version = lorenzo_fast_version(shape);
     h.predictor = 1;
     h.encoder = 1;
     h.runs = ex.runs;

@@ -29,10 +29,11 @@ struct FastDiv {
     }
 };
 
-// The folded shape as kernels see it (rank 1: ny = nz = 1; rank 2: nz = 1).
+// The folded shape as kernels see it (rank 1: ny = nz = 1; rank 2: nz = 1), with the layers per Lorenzo segment
+// along the slowest dim (zb_lorenzo.h; rank 1: values).
 struct Dims {
-    uint64_t n, nx, ny, nz;
-    FastDiv dx, dy;
+    uint64_t n, nx, ny, nz, seg;
+    FastDiv dx, dy, dseg;
 };
 
 // Bits of the per-call error word set by the decoder's kernels; see error_text() in decode.cuh.

@@ -126,7 +126,7 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
         gpu::KernelTimer timer(c, s);
         const uint8_t *payload = src + h.header_bytes();
         // The payload checksum was verified by read_header on the host.
-        if (h.version != kFormatVersionV1) {
+        if (!fast_layout_version(h.version)) {
             if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, false, dst, false, false, s, timer);
             else gpu::v2_decode<float>(c, h, payload, false, dst, false, false, s, timer);
         } else if (h.dtype == ZB_F64) {
@@ -219,7 +219,7 @@ zb_status decompress_on_device(gpu::Context &c, cudaStream_t s, const uint8_t *d
         return ZB_OK;
     }
     const uint8_t *payload = d_src + h.header_bytes();
-    if (h.version != kFormatVersionV1) {
+    if (!fast_layout_version(h.version)) {
         if (h.dtype == ZB_F64) gpu::v2_decode<double>(c, h, payload, true, d_dst, true, true, s, timer);
         else gpu::v2_decode<float>(c, h, payload, true, d_dst, true, true, s, timer);
     } else if (h.dtype == ZB_F64) {

@@ -350,7 +350,7 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
     {
         KernelTimer t3(c, s);
         const uint8_t *ipay = inner_at + ih.header_bytes();
-        if (ih.version == kFormatVersionV1) decode<T>(c, ih, ipay, true, b.y, true, false, s, t3);
+        if (fast_layout_version(ih.version)) decode<T>(c, ih, ipay, true, b.y, true, false, s, t3);
         else v2_decode<T>(c, ih, ipay, true, b.y, true, false, s, t3);
         *kernel_seconds += t3.seconds();
     }
@@ -511,7 +511,7 @@ void decode_t(Context &c, const Header &h, const uint8_t *stream, bool src_on_de
     {
         KernelTimer t2(c, s);
         const uint8_t *ipay = payload + in_off + ih.header_bytes();
-        if (ih.version == kFormatVersionV1) decode<T>(c, ih, ipay, true, out, true, false, s, t2);
+        if (fast_layout_version(ih.version)) decode<T>(c, ih, ipay, true, out, true, false, s, t2);
         else v2_decode<T>(c, ih, ipay, true, out, true, false, s, t2);
         *kernel_seconds += t2.seconds();
     }

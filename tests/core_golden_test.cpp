@@ -1,4 +1,5 @@
-// Archived streams of format v1 (tests/golden/v1) and v5 (tests/golden/v5, the point-wise relative mode), made
+// Archived streams of format v1 (tests/golden/v1), v5 (tests/golden/v5, the point-wise relative mode) and v6
+// (tests/golden/v6, the fast pipeline in Lorenzo segments), made
 // from real fields in ../shared/data by this test with ZBOUND_WRITE_GOLDEN=<version>. Every later version must
 //   - decode them to the identical array (CRC-32C of the decoded bytes is in the manifest), within the bound of
 //     the original field, and
@@ -20,10 +21,17 @@ std::string golden_dir(int version) {
     return std::string(ZBOUND_SOURCE_DIR) + "/tests/golden/v" + std::to_string(version);
 }
 
-// One variable of a PLOT3D q file, dims {nk, nj, ni}.
+// One variable of a PLOT3D q file, dims {nk, nj, ni}; var -1: all five variables stacked along k, twice (dims
+// {10 nk, nj, ni}: an array of more than one Lorenzo segment, for version 6).
 bool read_plot3d_var(const std::string &path, int var, std::vector<float> &out, std::vector<size_t> &dims) {
     std::vector<float> all;
     if (!zbt::read_plot3d(path, all, dims)) return false;
+    if (var < 0) {
+        out = all;
+        out.insert(out.end(), all.begin(), all.end());
+        dims = {10 * dims[1], dims[2], dims[3]};
+        return true;
+    }
     const size_t per = all.size() / 5;
     out.assign(all.begin() + (long)(var * per), all.begin() + (long)((var + 1) * per));
     dims.erase(dims.begin());
@@ -49,6 +57,11 @@ const Case kV1Cases[] = {
     {"postq_v4_f32_abs1e-4_specials", "nasa_cfd_postq.bin", 4, false, ZB_MODE_ABS, 1e-4, true, ZB_PRED_LORENZO,
      ZB_ENC_FAST},
     {"combq_v3_f64_rel1e-2_specials", "nasa_cfd_combq.bin", 3, true, ZB_MODE_REL, 1e-2, true, ZB_PRED_LORENZO,
+     ZB_ENC_FAST},
+};
+// Version 6: the v1 pipeline on an array of several Lorenzo segments (docs/FORMAT.md section 13).
+const Case kV6Cases[] = {
+    {"postq_all2_f32_rel1e-2", "nasa_cfd_postq.bin", -1, false, ZB_MODE_REL, 1e-2, false, ZB_PRED_LORENZO,
      ZB_ENC_FAST},
 };
 const Case kV5Cases[] = {
@@ -142,5 +155,6 @@ template <size_t N> void check_archive(int version, const Case (&cases)[N]) {
 
 TEST(Golden, V1StreamsDecodeAndWriterIsStable) { check_archive(1, kV1Cases); }
 TEST(Golden, V5StreamsDecodeAndWriterIsStable) { check_archive(5, kV5Cases); }
+TEST(Golden, V6StreamsDecodeAndWriterIsStable) { check_archive(6, kV6Cases); }
 
 }  // namespace

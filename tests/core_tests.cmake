@@ -9,6 +9,7 @@ add_executable(core_tests
   core_auto_test.cpp
   core_pwrel_test.cpp
   core_threads_test.cpp
+  core_segments_test.cpp
   core_simd_test.cpp)
 target_link_libraries(core_tests PRIVATE zbound_static GTest::gtest_main)
 target_include_directories(core_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -437,15 +437,27 @@ TEST(GpuParity, LosslessAndTinyF64) { lossless<double>(); }
 TEST(GpuParity, LorenzoRatioLosslessAndTinyF32) { RatioScope r; lossless<float>(); }
 TEST(GpuParity, LorenzoRatioLosslessAndTinyF64) { RatioScope r; lossless<double>(); }
 
-// Larger arrays: several thousand tiles, multi-segment scans along x (rank 1), y and z.
+// Larger arrays: several thousand tiles, multi-segment scans along x (rank 1), y and z. With the fast encoder most
+// are cut into Lorenzo segments (format v6, docs/FORMAT.md section 13): 3000000 values in 1D (3 segments), 1500 rows
+// of 2001 (525 rows each), 150 planes of 15000 (70 planes each, the last 10), 600000 rows of 3 (several layers per
+// warp round), 2^20 + 1 values (a last segment of one value); 120 x 130 x 140 has planes too large to be cut.
 void larger_arrays() {
     ZB_REQUIRE_GPU();
-    for (const Dims &d : std::vector<Dims>{{3000000}, {1500, 2001}, {120, 130, 140}, {2, 700, 3}}) {
+    int v6 = 0;
+    for (const Dims &d : std::vector<Dims>{{3000000}, {1500, 2001}, {120, 130, 140}, {2, 700, 3}, {150, 100, 150},
+                                           {600000, 3}, {1048577}}) {
         const auto f = zbt::smooth_field<float>(d, 0.02, 11, 20.0);
         gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), name_of("large f32", d, params(ZB_MODE_REL, 1e-3)));
         const auto g = zbt::smooth_field<double>(d, 0.02, 12, 20.0);
         gput::expect_parity(g, d, params(ZB_MODE_REL, 1e-4), name_of("large f64", d, params(ZB_MODE_REL, 1e-4)));
         if (::testing::Test::HasFatalFailure()) return;
+        const zbt::Stream s = gput::compress_on(ZB_BACKEND_GPU, f, d, params(ZB_MODE_REL, 1e-3));
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(s.bytes.data(), s.bytes.size(), &info), ZB_OK);
+        v6 += info.format_version == 6;
+    }
+    if (g_encoder == ZB_ENC_FAST) {
+        EXPECT_EQ(v6, 5);
     }
 }
 TEST(GpuParity, LargerArrays) { larger_arrays(); }

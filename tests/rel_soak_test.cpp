@@ -228,7 +228,8 @@ bool check_chunk(const relt::Case &c, std::mt19937_64 &rng, Counts &k, bool gpu)
     k.rel += c.params.mode == ZB_MODE_REL;
     k.lossless += info.abs_bound == 0;
     k.raw += info.raw;
-    k.v2 += info.format_version >= 2;   // the v2 layout (version 3: interp codes in pass order)
+    // the v2 layout (version 3: interp codes in pass order, 4: run tokens); 6 is the fast layout of version 1
+    k.v2 += info.format_version >= 2 && info.format_version <= 4;
     k.ratio += info.encoder == ZB_ENC_RATIO;
     k.with_escapes += info.escapes > 0;
     k.with_exceptions += info.exceptions > 0;

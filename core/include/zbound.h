@@ -35,7 +35,7 @@ extern "C" {
 #define ZBOUND_VERSION_MAJOR 0
 #define ZBOUND_VERSION_MINOR 1
 #define ZBOUND_VERSION_PATCH 0
-#define ZBOUND_FORMAT_VERSION 5
+#define ZBOUND_FORMAT_VERSION 6
 
 /** Status codes. ZB_OK is 0; every other value is an error and zb_last_error() says why. */
 typedef enum zb_status {

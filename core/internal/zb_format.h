@@ -10,7 +10,7 @@
 namespace zb {
 
 constexpr uint8_t kMagic[4] = {'Z', 'B', 'N', 'D'};
-constexpr uint16_t kFormatVersion = 5;     // newest version this library reads and writes
+constexpr uint16_t kFormatVersion = 6;     // newest version this library reads and writes
 constexpr uint16_t kFormatVersionV1 = 1;   // Lorenzo + fast encoder streams are still written as v1 (byte-stable)
 constexpr uint16_t kFormatVersionV2 = 2;   // Lorenzo + ratio; interp streams with codes in index order (read only)
 // Version 3 = the version 2 layout with the interp predictor's codes in pass order (docs/FORMAT.md section 10).
@@ -21,6 +21,16 @@ constexpr uint16_t kFormatVersionV4 = 4;
 // Version 5 = the point-wise relative mode (section 12): a container around an inner ABS stream (versions 1-4) of
 // the values' base-2 log magnitudes, with their signs and the values stored exactly.
 constexpr uint16_t kFormatVersionV5 = 5;
+// Version 6 = version 1 (Lorenzo + fast) with the Lorenzo prediction cut into segments along the slowest dim
+// (section 13, zb_lorenzo.h); written for arrays of more than one segment, version 1 for the others.
+constexpr uint16_t kFormatVersionV6 = 6;
+
+// Versions with the fast encoder's own layout (section 5): 1 and 6.
+inline bool fast_layout_version(uint16_t version) { return version == kFormatVersionV1 || version == kFormatVersionV6; }
+
+// The version a writer of the Lorenzo + fast pipeline uses for an array of this shape: 6 when its Lorenzo
+// segments (zb_lorenzo.h) are more than one, else 1 (the same bytes as before version 6).
+uint16_t lorenzo_fast_version(const Shape &s);
 constexpr size_t kHeaderFixedBytes = 96;   // up to the segment table
 constexpr int kMaxSegments = 16;  // v2 with the ratio encoder uses up to 1 + 4 + 1 + 5
 

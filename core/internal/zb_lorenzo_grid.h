@@ -9,7 +9,8 @@
 // too few bands for many threads. Slabs need the sum of all layers before a slab, a pass over the deltas that one
 // thread does not make; in exchange any thread can take any slab, in any order, so faster threads take more.
 // make_plan: bands when every thread gets one, else slabs. Rank 1 (one row) has its own slabs (lorenzo_slabs_1d);
-// lorenzo_decode picks by rank.
+// lorenzo_decode picks by rank. Streams cut into Lorenzo segments (format version 6, zb_lorenzo.h) need neither:
+// lorenzo_decode gives each thread whole segments in turn, which are independent arrays.
 //
 // The deltas come from a Source, so that the fast decoder can expand its tiles straight into the pass (no array of
 // codes or deltas in memory: the traffic is the stream read and the values written) while the other decoders read
@@ -27,10 +28,12 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <thread>
 #include <vector>
 #include "zb_cpu.h"
+#include "zb_lorenzo.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
 #include "zb_scratch.h"
@@ -170,10 +173,11 @@ inline Scratch &scratch() {
     return s;
 }
 
-// `layers` layers of `rows` rows of nx values: deltas from src -> values out, on nt threads.
+// `layers` layers of `rows` rows of nx values: deltas from src -> values out, on nt threads; `streaming`: through
+// copy_streaming (outputs too large for the cache, decided for the whole array).
 template <typename T, class Source>
 void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t layers, uint64_t rows, uint64_t nx,
-                  int nt, double twoeb, T *out) {
+                  int nt, double twoeb, bool streaming, T *out) {
     const uint64_t lsize = rows * nx;
     const Plan plan = make_plan(layers, rows, nx, nt, Source::kUnit);
     const uint64_t slot = rows > 1 ? nx + 1 : 1;   // a hand-over: the column sums (several rows) and the row sum
@@ -206,7 +210,6 @@ void lorenzo_grid(const Source &src, typename Source::Cursor *cursors, uint64_t 
     const Piece piece = ZB_SIMD_PICK(Piece, decode_piece);
     auto first_layer = [&](uint64_t k) { return layers * k / S; };   // slab k has layers [first(k), first(k + 1))
     // decode_piece into out, or, for outputs too large for the cache, into a buffer that copy_streaming writes out.
-    const bool streaming = layers * lsize * sizeof(T) >= kStreamingBytes;
     auto decode_to_out = [&](const uint32_t *d, uint64_t p, uint64_t count, uint32_t *col, uint32_t *s, uint32_t *acc,
                              T *o) {
         if (!streaming) return piece(d, p, count, nx, col, s, acc, o, twoeb);
@@ -328,12 +331,12 @@ ZB_SIMD_CLONES(sum_span)
 // Rank 1: each thread decodes a contiguous slab; with several threads it first sums its slab's deltas (the carry of
 // a slab is the sum of the slabs before it). Deltas from a Source as for lorenzo_grid.
 template <typename T, class Source>
-void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb, T *out) {
+void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint64_t n, int nt, double twoeb,
+                      bool streaming, T *out) {
     std::vector<uint32_t> sums((size_t)nt);
     const auto sum = ZB_SIMD_PICK(uint32_t (*)(const uint32_t *, uint64_t), sum_span);
     using Scan = uint32_t (*)(const uint32_t *, uint64_t, uint32_t, T *, double, bool);
     const Scan scan = ZB_SIMD_PICK(Scan, scan_dequantize);
-    const bool streaming = n * sizeof(T) >= kStreamingBytes;
 #pragma omp parallel num_threads(nt)
     {
         const uint64_t t = (uint64_t)omp_get_thread_num(), nth = (uint64_t)omp_get_num_threads();
@@ -354,13 +357,55 @@ void lorenzo_slabs_1d(const Source &src, typename Source::Cursor *cursors, uint6
     }
 }
 
-// The Lorenzo inverse of deltas from src for an array of shape s (any rank), dequantized into out.
+// A Source seen from index `base` on (one Lorenzo segment as an array of its own).
+template <class Source> struct OffsetSource {
+    using Cursor = typename Source::Cursor;
+    static constexpr uint64_t kUnit = Source::kUnit;
+    const Source &src;
+    uint64_t base;
+    template <class F> void pieces(Cursor &c, uint64_t begin, uint64_t end, F f) const {
+        src.pieces(c, base + begin, base + end,
+                   [&](const uint32_t *d, uint64_t i, uint64_t count) { f(d, i - base, count); });
+    }
+};
+
+// The Lorenzo inverse of deltas from src for an array of shape s (any rank) cut into Lorenzo segments `segs`
+// (zb_lorenzo.h; one segment for unsegmented streams), dequantized into out. With at least half as many segments
+// as threads, each thread decodes whole segments, taking the next one when it is done (no sums pass, no hand-over
+// between threads); otherwise the segments are decoded one after another, each on all threads.
 template <typename T, class Source>
-void lorenzo_decode(const Source &src, typename Source::Cursor *cursors, const Shape &s, int nt, double twoeb,
-                    T *out) {
-    if (s.rank == 1) return lorenzo_slabs_1d(src, cursors, s.n, nt, twoeb, out);
-    const uint64_t layers = s.rank == 2 ? s.ny() : s.nz(), rows = s.rank == 2 ? 1 : s.ny();
-    lorenzo_grid(src, cursors, layers, rows, s.nx(), nt, twoeb, out);
+void lorenzo_decode(const Source &src, typename Source::Cursor *cursors, const Shape &s, const LorenzoSegments &segs,
+                    int nt, double twoeb, T *out) {
+    const bool streaming = s.n * sizeof(T) >= kStreamingBytes;
+    const uint64_t lsize = segs.layer_values, count = segs.count();
+    auto decode_segment = [&](uint64_t k, typename Source::Cursor *cur, int threads) {
+        const uint64_t z0 = k * segs.per_segment, layers = std::min(segs.per_segment, segs.layers - z0);
+        const OffsetSource<Source> part{src, z0 * lsize};
+        T *o = out + z0 * lsize;
+        if (s.rank == 1) lorenzo_slabs_1d(part, cur, layers, threads, twoeb, streaming, o);
+        else lorenzo_grid(part, cur, layers, s.rank == 3 ? s.ny() : 1, s.nx(), threads, twoeb, streaming, o);
+    };
+    if (count == 1 || 2 * count < (uint64_t)nt) {
+        for (uint64_t k = 0; k < count; ++k) decode_segment(k, cursors, nt);
+        return;
+    }
+    std::atomic<uint64_t> next{0};
+    std::exception_ptr failure;   // an exception must not leave the parallel region (std::terminate)
+    std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(nt)
+    {
+        typename Source::Cursor *cur = cursors + omp_get_thread_num();
+        try {
+            for (uint64_t k; !failed.load(std::memory_order_relaxed) &&
+                             (k = next.fetch_add(1, std::memory_order_relaxed)) < count;)
+                decode_segment(k, cur, 1);   // a nested region of one thread: this one
+        } catch (...) {
+#pragma omp critical(zb_lorenzo_decode_failure)
+            if (!failure) failure = std::current_exception();
+            failed = true;
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace grid

@@ -233,7 +233,7 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
         finish_pwrel_stats(stats, t0, src_len, out_bytes);
         return ZB_OK;
     }
-    const zb_status s = h.version == zb::kFormatVersionV1 ? zb::cpu_decompress(h, stream, dst, nt, msg)
+    const zb_status s = zb::fast_layout_version(h.version) ? zb::cpu_decompress(h, stream, dst, nt, msg)
                                                            : zb::cpu_decompress_v2(h, stream, dst, nt, msg);
     if (s != ZB_OK) return set_error(s, msg);
     const double dt = now_seconds() - t0;

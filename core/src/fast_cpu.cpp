@@ -94,23 +94,28 @@ ZB_ALWAYS_INLINE void row_codes(const uint32_t *cur, const uint32_t *up, const u
 }
 ZB_SIMD_CLONES(row_codes)
 
-// The 2048 codes of tile t (zero-padded past the end of the array), walking the rows the tile overlaps.
+// The 2048 codes of tile t (zero-padded past the end of the array), walking the rows the tile overlaps. The first
+// layer of each Lorenzo segment (zb_lorenzo.h) has no neighbours in the slowest dim: in rank 3 its rows at z-1 are
+// the zero row, in rank 2 the row above; in rank 1 the array is walked as rows of one segment each, so that a
+// segment's first value has no left neighbour.
 template <int Rank>
-void tile_codes(const uint32_t *q, const Shape &s, const uint32_t *zero, uint64_t t, uint16_t *codes,
-                std::vector<int32_t> &escapes) {
+void tile_codes(const uint32_t *q, const Shape &s, uint64_t seg_layers, const uint32_t *zero, uint64_t t,
+                uint16_t *codes, std::vector<int32_t> &escapes) {
     using Rows = void (*)(const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, uint64_t, uint64_t,
                           uint16_t *, std::vector<int32_t> *, std::integral_constant<int, Rank>);
     static const Rows rows_base = row_codes_base, rows_avx2 = row_codes_avx2, rows_avx512 = row_codes_avx512;
     const Rows rows = simd_pick(rows_base, rows_avx2, rows_avx512);
-    const uint64_t nx = s.nx(), ny = s.ny();
+    const uint64_t nx = Rank == 1 ? seg_layers : s.nx(), ny = s.ny();
     const uint64_t begin = t * kTileCodes, end = std::min(s.n, begin + kTileCodes);
     for (uint64_t i = begin; i < end;) {
         const uint64_t row = i / nx, x0 = i % nx, x1 = std::min(nx, x0 + (end - i));
         const uint64_t z = row / ny, y = row % ny;
+        const bool has_up = Rank == 2 ? y % seg_layers != 0 : y != 0;   // rank 3: y never starts a segment
+        const bool has_back = z % seg_layers != 0;
         const uint32_t *cur = q + row * nx;
-        const uint32_t *up = y ? cur - nx : zero;
-        const uint32_t *back = z ? cur - nx * ny : zero;
-        const uint32_t *backup = (z && y) ? back - nx : zero;
+        const uint32_t *up = has_up ? cur - nx : zero;
+        const uint32_t *back = has_back ? cur - nx * ny : zero;
+        const uint32_t *backup = (has_back && has_up) ? back - nx : zero;
         rows(cur, up, back, backup, x0, x1, codes + (i - begin), &escapes, std::integral_constant<int, Rank>{});
         i += x1 - x0;
     }
@@ -123,6 +128,7 @@ template <int Rank>
 void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, uint8_t *code_flags,
                         uint64_t *tile_nnz, std::vector<int32_t> &escapes, int nt) {
     const uint64_t ntiles = code_tiles(s.n);
+    const uint64_t seg_layers = lorenzo_segments(s).per_segment;
     const std::vector<uint32_t> zero(Rank >= 2 ? s.nx() : 0, 0);
     // kPartsPerThread contiguous ranges per thread, taken in turn (a slower core takes fewer), each with its own
     // escape list; the lists are joined in range order.
@@ -137,7 +143,7 @@ void shuffle_tiles_rank(const uint32_t *q, const Shape &s, uint8_t *shuffled, ui
         try {
             uint16_t codes[kTileCodes];
             for (uint64_t t = part.begin(r); t < part.begin(r + 1) && !out_of_memory.load(); ++t) {
-                tile_codes<Rank>(q, s, zero.data(), t, codes, esc_per_part[r]);
+                tile_codes<Rank>(q, s, seg_layers, zero.data(), t, codes, esc_per_part[r]);
                 uint8_t *tile = shuffled + t * kTileBytes;
                 bitshuffle_tile(codes, tile);
                 tile_nnz[t] = tile_flags(tile, code_flags + t * kTileFlagBytes);
@@ -205,6 +211,7 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     ExceptionStreams<T> ex;
     encode_exceptions(x, exc, n, ex, nt);
 
+    h.version = lorenzo_fast_version(s);
     h.predictor = 1;
     h.encoder = 1;
     h.escapes = escapes.size();
@@ -347,7 +354,9 @@ zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, 
     const CodeTiles src{flags, blocks, payload + h.seg[kSegEscapes].offset, block_start, esc_start, n,
                         ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas)};
     std::vector<CodeTiles::Cursor> cursors((size_t)nt);
-    grid::lorenzo_decode(src, cursors.data(), h.shape, nt, 2.0 * h.eb, out);
+    const LorenzoSegments segs =
+        h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape);
+    grid::lorenzo_decode(src, cursors.data(), h.shape, segs, nt, 2.0 * h.eb, out);
     for (const CodeTiles::Cursor &c : cursors)
         if (c.bad) return corrupt(msg, "code tiles do not match their padding or the escape list");
     return ZB_OK;
@@ -388,7 +397,7 @@ struct DeltaArray {
 
 template <typename T> void lorenzo_inverse_dequantize(uint32_t *q, const Shape &s, int nt, double twoeb, T *out) {
     std::vector<DeltaArray::Cursor> cursors((size_t)nt);
-    grid::lorenzo_decode(DeltaArray{q}, cursors.data(), s, nt, twoeb, out);
+    grid::lorenzo_decode(DeltaArray{q}, cursors.data(), s, lorenzo_one_segment(s), nt, twoeb, out);
 }
 template void lorenzo_inverse_dequantize<float>(uint32_t *, const Shape &, int, double, float *);
 template void lorenzo_inverse_dequantize<double>(uint32_t *, const Shape &, int, double, double *);

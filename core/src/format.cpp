@@ -5,6 +5,7 @@
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
 #include "zb_interp.h"
+#include "zb_lorenzo.h"
 #include "zb_ratio.h"
 
 namespace zb {
@@ -30,6 +31,10 @@ void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzer
         off += len[i];
     }
     h.flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
+}
+
+uint16_t lorenzo_fast_version(const Shape &s) {
+    return lorenzo_segments(s).count() > 1 ? kFormatVersionV6 : kFormatVersionV1;
 }
 
 int v2_encoder_segments(uint8_t encoder) {
@@ -164,7 +169,7 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
         if (h.predictor || h.encoder || nseg != 1 || h.escapes || h.exceptions || h.runs || h.nonzero_code_blocks ||
             h.seg[0].length != n * vb)
             return fail(msg, ZB_ERR_CORRUPT, "inconsistent raw-passthrough header");
-    } else if (h.version == kFormatVersionV1) {
+    } else if (fast_layout_version(h.version)) {
         if (h.predictor != kPredLorenzo || h.encoder != kEncFast)
             return fail(msg, ZB_ERR_CORRUPT, "unknown predictor or encoder");
         if (nseg != kFastSegmentCount) return fail(msg, ZB_ERR_CORRUPT, "bad segment count for the fast encoder");

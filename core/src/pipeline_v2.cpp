@@ -266,7 +266,7 @@ zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *
     if (esc_start.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
     const RatioCodeTiles src{c16, escapes, esc_start.data(), radius};
     std::vector<RatioCodeTiles::Cursor> cursors((size_t)nt);
-    grid::lorenzo_decode(src, cursors.data(), s, nt, 2.0 * eb, out);
+    grid::lorenzo_decode(src, cursors.data(), s, lorenzo_one_segment(s), nt, 2.0 * eb, out);
     return ZB_OK;
 }
 
