@@ -22,7 +22,6 @@ ZBOUND = str(BUILD_DIR / "bin" / "zbound")
 DATA = str(DATA_DIR)
 
 
-@pytest.fixture(scope="module", autouse=True)
 def lorenzo_segment_count(shape):
     """Lorenzo segments of an array (docs/FORMAT.md section 13): layers of the slowest dim after dropping unit dims
     and folding to at most 3 dims; layers of at most 2^14 values are cut into segments of ceil(2^20 / V) layers."""
@@ -37,6 +36,7 @@ def lorenzo_segment_count(shape):
     return -(-layers // k)
 
 
+@pytest.fixture(scope="module", autouse=True)
 def _cli_built():
     if not os.access(ZBOUND, os.X_OK):
         pytest.fail(f"{ZBOUND} is missing: build first (bash scripts/setup.sh) or set ZBOUND_BUILD_DIR")
