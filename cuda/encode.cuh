@@ -287,7 +287,9 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
         }
         xx += 32;  // next round: 32 values further in C order
         if constexpr (Rank == 1) {
-            if (xx >= (int64_t)dm.seg) xx -= (int64_t)dm.seg;   // a segment holds far more than 32 values
+            // Several segments hold 2^20 values or more each: one step back at most. With one segment (seg = n)
+            // only positions past the end can wrap, and their rounds are not valid.
+            if (xx >= (int64_t)dm.seg) xx -= (int64_t)dm.seg;
         } else {
             while (xx >= (int64_t)nx) {
                 xx -= (int64_t)nx;
