@@ -315,18 +315,25 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         else lorenzo_encode_v2(x, s, qp, ratio_code, q, c16, exc, escapes, nt);
     }
 
-    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass.
-    std::vector<std::string> enc_segs;
+    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass, its segments in
+    // the encoder's reused memory until they are copied into the stream below.
+    std::vector<std::string> enc_strings;
+    std::vector<ByteSpan> enc_segs;
+    struct ReleaseOnExit { ~ReleaseOnExit() { ratio_encode_release(); } } release_on_exit;
     if (encoder == kEncFast) {
         std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
         h.nonzero_code_blocks = fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, nt);
-        enc_segs.push_back(std::move(flags));
-        enc_segs.push_back(std::move(blocks));
+        enc_strings.push_back(std::move(flags));
+        enc_strings.push_back(std::move(blocks));
+        for (const std::string &e : enc_strings)
+            enc_segs.push_back({reinterpret_cast<const uint8_t *>(e.data()), e.size()});
     } else {
         RatioOptions ro;
         ro.run_symbol = (uint32_t)radius;  // code 0
         RatioStats rs;
-        if (zb_status st = ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, nt, enc_segs, &rs, msg, ro)) return st;
+        RatioSegmentViews views;
+        if (zb_status st = ratio_encode_cpu_views(c16, n, 2 * (uint32_t)radius, nt, views, &rs, msg, ro)) return st;
+        enc_segs.assign(views.seg, views.seg + kRatioSegmentCount);
         h.version = v2_layout_version(predictor, rs.run_tokens);
     }
 
@@ -339,7 +346,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     // Segments in stream order.
     std::vector<std::pair<const void *, uint64_t>> segs;
     segs.push_back({params.data(), params.size()});
-    for (const std::string &e : enc_segs) segs.push_back({e.data(), e.size()});
+    for (const ByteSpan &e : enc_segs) segs.push_back({e.data, e.size});
     segs.push_back({escapes.data(), escapes.size() * 4});
     for (int i = 0; i < kExceptionSegmentCount; ++i) segs.push_back({ex.segment_data(i), ex.segment_length(i)});
     uint64_t lengths[kMaxSegments];

@@ -42,7 +42,15 @@ inline void store_be32(uint8_t *p, uint32_t v) {
 
 struct RatioScratch {
     ScratchArray<uint8_t> bits;  // the Huffman bitstream (encode: words; decode: expanded bytes + padding)
+    // The encoder's segments behind RatioSegmentViews: codebook, metadata, sparse flags and non-zero blocks.
+    std::string codebook;
+    ScratchArray<uint8_t> meta, flags, blocks;
     void trim() { bits.trim(kScratchKeepBytes); }
+    void trim_segments() {
+        meta.trim(kScratchKeepBytes);
+        flags.trim(kScratchKeepBytes);
+        blocks.trim(kScratchKeepBytes);
+    }
 };
 thread_local RatioScratch t_ratio;
 
@@ -496,9 +504,30 @@ void ratio_choose_codebook(const uint64_t *ht, uint64_t n, uint32_t A, uint32_t 
 
 // ---- encoder -----------------------------------------------------------------------------------------------------
 
+void ratio_encode_release() { t_ratio.trim_segments(); }
+
 zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabet, int threads,
                            std::vector<std::string> &segments, RatioStats *stats, std::string &msg,
                            const RatioOptions &opt) {
+    RatioSegmentViews v;
+    const zb_status st = ratio_encode_cpu_views(symbols, n, alphabet, threads, v, stats, msg, opt);
+    if (st == ZB_OK) {
+        try {
+            std::vector<std::string> out;
+            for (const ByteSpan &s : v.seg) out.emplace_back(reinterpret_cast<const char *>(s.data), (size_t)s.size);
+            for (std::string &o : out) segments.emplace_back(std::move(o));
+        } catch (const std::bad_alloc &) {
+            ratio_encode_release();
+            return fail(msg, ZB_ERR_NOMEM, "ratio: out of memory");
+        }
+    }
+    ratio_encode_release();
+    return st;
+}
+
+zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t alphabet, int threads,
+                                 RatioSegmentViews &views, RatioStats *stats, std::string &msg,
+                                 const RatioOptions &opt) {
     if (alphabet < 2 || alphabet > kRatioMaxAlphabet)
         return fail(msg, ZB_ERR_INVALID_ARG, "ratio: alphabet size must be 2..65536");
     if (n == 0 || !symbols) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no symbols");
@@ -635,13 +664,12 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
                 store_be32(w, __builtin_bswap32(v) | slot_val[(size_t)t]);
             }
 
-        // 4. segments (appended to the caller's vector only when all four are complete)
-        std::vector<std::string> out;
-        out.reserve(kRatioSegmentCount);
-        out.emplace_back(ratio_write_codebook(cb));
+        // 4. segments, in this thread's reused memory
+        t_ratio.codebook = ratio_write_codebook(cb);
+        const uint64_t meta_bytes = ratio_metadata_bytes(n, lg);
         {
-            std::string meta((size_t)ratio_metadata_bytes(n, lg), '\0');
-            uint8_t *m = reinterpret_cast<uint8_t *>(&meta[0]);
+            uint8_t *m = t_ratio.meta.get((size_t)meta_bytes + 1);
+            std::memset(m, 0, (size_t)meta_bytes);
             uint64_t pos = 0;
             for (uint64_t p = 0; p < P; ++p) {
                 put_u64(m + 8 * p, pos);
@@ -654,27 +682,28 @@ zb_status ratio_encode_cpu(const uint16_t *symbols, uint64_t n, uint32_t alphabe
                     pos += sub_bits[(size_t)j];
                 }
             }
-            out.emplace_back(std::move(meta));
         }
         // Sparse pass (once per-thread strings joined afterwards: a serial copy of the whole output, 7 ms of a
         // 100 ms 16-thread compression of 64M values).
-        std::string flags((size_t)sparse_flag_bytes(bytes), '\0'), blocks;
-        sparse_encode_parallel(bits, bytes, reinterpret_cast<uint8_t *>(&flags[0]), blocks, T);
-        out.emplace_back(std::move(flags));
-        out.emplace_back(std::move(blocks));
+        const uint64_t flag_bytes = sparse_flag_bytes(bytes);
+        uint8_t *flags = t_ratio.flags.get((size_t)flag_bytes + 1);
+        const uint64_t nnz = sparse_encode_parallel(bits, bytes, flags, t_ratio.blocks, T);
+        views.seg[0] = {reinterpret_cast<const uint8_t *>(t_ratio.codebook.data()), t_ratio.codebook.size()};
+        views.seg[1] = {t_ratio.meta.get(0), meta_bytes};
+        views.seg[2] = {flags, flag_bytes};
+        views.seg[3] = {t_ratio.blocks.get(0), nnz * kBlockBytes};
         t_ratio.trim();
 
         if (stats) {
-            stats->codebook_bytes = out[0].size();
-            stats->metadata_bytes = out[1].size();
-            stats->payload_bytes = out[2].size() + out[3].size();
+            stats->codebook_bytes = views.seg[0].size;
+            stats->metadata_bytes = views.seg[1].size;
+            stats->payload_bytes = views.seg[2].size + views.seg[3].size;
             stats->overhead_f = stats->payload_bytes ? (double)stats->metadata_bytes / (double)stats->payload_bytes : 0;
             stats->huffman_bytes = bytes;
             stats->used_symbols = cb.used;
             stats->max_code_length = cb.max_len;
             stats->run_tokens = runs;
         }
-        for (std::string &o : out) segments.emplace_back(std::move(o));
         return ZB_OK;
     } catch (const std::bad_alloc &) {
         return fail(msg, ZB_ERR_NOMEM, "ratio: out of memory");

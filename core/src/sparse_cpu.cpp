@@ -406,24 +406,43 @@ uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std:
     return nnz;
 }
 
-uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt) {
+namespace {
+// The sparse pass on nt threads, in slices of whole flag bytes: flags, then the blocks at blocks_at(their bytes).
+template <class BlocksAt>
+uint64_t sparse_encode_slices(const uint8_t *data, uint64_t bytes, uint8_t *flags, int nt, BlocksAt blocks_at) {
     constexpr uint64_t kSlice = uint64_t(1) << 16;   // bytes per work item: whole flag bytes (a multiple of 128)
     const int64_t slices = (int64_t)div_up(bytes, kSlice);
-    if (nt <= 1 || slices < 2) return sparse_encode(data, bytes, flags, blocks);
+    if (nt <= 1 || slices < 2) {
+        const uint64_t nnz = sparse_flags(data, bytes, flags);
+        sparse_blocks(data, bytes, flags, blocks_at((size_t)(nnz * kBlockBytes)));
+        return nnz;
+    }
     auto slice_bytes = [&](int64_t k) { return std::min(kSlice, bytes - (uint64_t)k * kSlice); };
     std::vector<uint64_t> first((size_t)slices + 1, 0);   // non-zero blocks before slice k
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t k = 0; k < slices; ++k)
         first[(size_t)k + 1] = sparse_flags(data + k * kSlice, slice_bytes(k), flags + k * (kSlice / 128));
     for (int64_t k = 0; k < slices; ++k) first[(size_t)k + 1] += first[(size_t)k];
-    const size_t start = blocks.size();
-    blocks.resize(start + (size_t)(first.back() * kBlockBytes));
-    uint8_t *out = reinterpret_cast<uint8_t *>(&blocks[start]);
+    uint8_t *out = blocks_at((size_t)(first.back() * kBlockBytes));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t k = 0; k < slices; ++k)
         sparse_blocks(data + k * kSlice, slice_bytes(k), flags + k * (kSlice / 128),
                       out + first[(size_t)k] * kBlockBytes);
     return first.back();
+}
+}  // namespace
+
+uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt) {
+    return sparse_encode_slices(data, bytes, flags, nt, [&](size_t len) {
+        const size_t start = blocks.size();
+        blocks.resize(start + len);
+        return reinterpret_cast<uint8_t *>(&blocks[0]) + start;
+    });
+}
+
+uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, ScratchArray<uint8_t> &blocks,
+                                int nt) {
+    return sparse_encode_slices(data, bytes, flags, nt, [&](size_t len) { return blocks.get(len ? len : 1); });
 }
 
 bool sparse_valid(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_stored, uint64_t bytes) {
