@@ -177,11 +177,11 @@ __device__ __forceinline__ void coords(const Dims &dm, uint64_t i, int64_t &z, i
     }
 }
 
-// Whether the layer of (z, y) is not the first of its Lorenzo segment: its neighbours in the slowest dim (z-1 in
-// rank 3, y-1 in rank 2) are inside the segment.
-template <int Rank> __device__ __forceinline__ bool has_layer_before(const Dims &dm, int64_t z, int64_t y) {
+// The position of the layer of (z, y) in its Lorenzo segment (rank 2 and 3). When it is not 0, the neighbours in
+// the slowest dim (z-1 in rank 3, y-1 in rank 2) are inside the segment.
+template <int Rank> __device__ __forceinline__ uint64_t layer_in_segment(const Dims &dm, int64_t z, int64_t y) {
     const uint64_t layer = Rank == 3 ? (uint64_t)z : (uint64_t)y;
-    return layer - dm.dseg.div(layer) * dm.seg != 0;
+    return layer - dm.dseg.div(layer) * dm.seg;
 }
 
 // The 2^Rank quantized integers a Lorenzo delta needs, named by offsets (dz dy dx): n000 is the point itself, n001
@@ -211,13 +211,13 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
     nb.n000 = q[i];
     if (xx > 0) nb.n001 = q[i - 1];
     if constexpr (Rank >= 2) {
-        if (Rank == 2 ? has_layer_before<2>(dm, z, y) : y > 0) {
+        if (Rank == 2 ? layer_in_segment<2>(dm, z, y) != 0 : y > 0) {
             nb.n010 = q[i - nx];
             if (xx > 0) nb.n011 = q[i - nx - 1];
         }
     }
     if constexpr (Rank == 3) {
-        if (has_layer_before<3>(dm, z, y)) {
+        if (layer_in_segment<3>(dm, z, y) != 0) {
             nb.n100 = q[i - nxy];
             if (xx > 0) nb.n101 = q[i - nxy - 1];
             if (y > 0) {
@@ -261,10 +261,7 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
     // The position of the layer in its Lorenzo segment (a layer before it exists when > 0) and whether the row
     // above is in the array (rank 3; in rank 2 the row above is the layer before).
     uint64_t in_seg = 0;
-    if constexpr (Rank >= 2) {
-        const uint64_t layer = Rank == 3 ? (uint64_t)z : (uint64_t)y;
-        in_seg = layer - dm.dseg.div(layer) * dm.seg;
-    }
+    if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
     auto row_above = [&] { return Rank == 3 ? y > 0 : in_seg > 0; };
     const bool y0_pos = row_above(), z0_pos = in_seg > 0;  // round 0's, for lane 0's own loads below
 #pragma unroll

@@ -398,14 +398,6 @@ void sparse_blocks(const uint8_t *data, uint64_t bytes, const uint8_t *flags, ui
 
 }  // namespace
 
-uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {
-    const uint64_t nnz = sparse_flags(data, bytes, flags);
-    const size_t start = blocks.size();
-    blocks.resize(start + (size_t)(nnz * kBlockBytes));
-    sparse_blocks(data, bytes, flags, reinterpret_cast<uint8_t *>(&blocks[start]));
-    return nnz;
-}
-
 namespace {
 // The sparse pass on nt threads, in slices of whole flag bytes: flags, then the blocks at blocks_at(their bytes).
 template <class BlocksAt>
@@ -431,6 +423,10 @@ uint64_t sparse_encode_slices(const uint8_t *data, uint64_t bytes, uint8_t *flag
     return first.back();
 }
 }  // namespace
+
+uint64_t sparse_encode(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks) {
+    return sparse_encode_parallel(data, bytes, flags, blocks, 1);
+}
 
 uint64_t sparse_encode_parallel(const uint8_t *data, uint64_t bytes, uint8_t *flags, std::string &blocks, int nt) {
     return sparse_encode_slices(data, bytes, flags, nt, [&](size_t len) {
