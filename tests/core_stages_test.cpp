@@ -294,14 +294,20 @@ void check_exception_streams(uint64_t n, int density, bool long_runs, std::mt199
     zb::ByteSpan seg[zb::kExceptionSegmentCount];
     for (int i = 0; i < zb::kExceptionSegmentCount; ++i)
         seg[i] = {static_cast<const uint8_t *>(ex.segment_data(i)), ex.segment_length(i)};
-    std::vector<float> out(n, -1.0f);
-    std::vector<uint8_t> mask(n, 0);
-    std::string msg;
-    ASSERT_TRUE(zb::decode_exceptions(seg, n, ex.count, ex.run_values.size(), out.data(), mask.data(), msg)) << msg;
-    for (uint64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(mask[i], exc[i]) << "i " << i;
-        if (exc[i]) {
-            ASSERT_EQ(out[i], x[i]) << "i " << i;
+    for (int nt : {1, 3}) {   // the decoder's parts (kExceptionPartBlocks) serially and taken in turn
+        SCOPED_TRACE("decoder threads " + std::to_string(nt));
+        std::vector<float> out(n, -1.0f);
+        std::vector<uint8_t> mask(n, 0);
+        std::string msg;
+        ASSERT_TRUE(zb::decode_exceptions(seg, n, ex.count, ex.run_values.size(), out.data(), mask.data(), msg, nt))
+            << msg;
+        for (uint64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(mask[i], exc[i]) << "i " << i;
+            if (exc[i]) {
+                ASSERT_EQ(zbt::bits(out[i]), zbt::bits(x[i])) << "i " << i;
+            } else {
+                ASSERT_EQ(out[i], -1.0f) << "i " << i << " is no exception";
+            }
         }
     }
 }
@@ -309,7 +315,9 @@ void check_exception_streams(uint64_t n, int density, bool long_runs, std::mt199
 // Sizes across bytes, blocks and the 64K-value chunks of the encoder's parallel passes.
 TEST(Exceptions, EdgeMaskAndRoundTrip) {
     std::mt19937 rng(11);
-    for (uint64_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 4099u, 140001u})
+    // 600001: three parts of the decoder (kExceptionPartBlocks mask blocks each), runs across their borders.
+    static_assert(2 * zb::kExceptionPartBlocks * zb::kBlockBytes * 8 < 600001, "600001 values span three parts");
+    for (uint64_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 4099u, 140001u, 600001u})
         for (int density : {0, 1, 10, 50, 90, 100})
             for (bool long_runs : {false, true}) check_exception_streams(n, density, long_runs, rng);
 }

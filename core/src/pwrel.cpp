@@ -207,7 +207,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, c
     if (h.exceptions) {
         ByteSpan ex[kExceptionSegmentCount];
         for (int i = 0; i < kExceptionSegmentCount; ++i) ex[i] = span(kPwSegExceptions + i);
-        if (!decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
+        if (!decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg, nt)) return ZB_ERR_CORRUPT;
     }
     return ZB_OK;
 }
