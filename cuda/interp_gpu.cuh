@@ -521,7 +521,9 @@ InterpParams tune_on_host(Context &c, const Shape &shape, const T *x, const T *h
         host_copy = points::host_points<T>(c, x, shape.n, std::move(idx), s);
         hx = host_copy.get();
     }
-    const InterpParams ip = interp_tune(hx, shape, eb, range, p.has_fill, p.fill_bits, encoder);
+    // The alpha tuning's sample compressions on the host's threads (the choice does not depend on their number).
+    const InterpParams ip =
+        interp_tune(hx, shape, eb, range, p.has_fill, p.fill_bits, encoder, true, resolve_threads(p.threads, shape.n));
     static const bool print_timing = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
     if (print_timing)
         std::fprintf(stderr, "zbound gpu timing: interp tune on the host %.3f ms%s\n", (host_seconds() - t_tune) * 1e3,

@@ -201,6 +201,40 @@ def test_thread_count_does_not_change_bytes(tmp_path, fields):
     assert one == (tmp_path / "2.zb").read_bytes() == (tmp_path / "3.zb").read_bytes()
 
 
+def _stage_lines(stderr, call):
+    """{stage: ms} of each `zbound cpu CALL N threads: stage ms ... total ms` line (ZBOUND_CPU_TIMING)."""
+    out = []
+    for line in stderr.splitlines():
+        head, sep, rest = line.partition(" threads: ")
+        if not sep or not head.startswith(f"zbound cpu {call} "):
+            continue
+        words = rest.split()
+        out.append({words[i]: float(words[i + 1]) for i in range(0, len(words), 2)})
+    return out
+
+
+def test_cpu_timing_prints_the_stages_of_each_call(tmp_path, fields):
+    """ZBOUND_CPU_TIMING=1: one line per call on stderr with the interp / ratio pipeline's stages (the samples of the
+    tuning do not add lines or stages of their own), whose times add up to at most the call's total; unset, none."""
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    stream = tmp_path / "t.zb"
+    args = ["compress", raw, *raw_opts(arr), "--rel", 1e-3, "--predictor", "interp", "--encoder", "ratio",
+            "--backend", "cpu", "--threads", 2, "-o", stream]
+    p = zb(*args, env={"ZBOUND_CPU_TIMING": "1"})
+    lines = _stage_lines(p.stderr, "compress")
+    assert len(lines) == 1, p.stderr
+    stages = lines[0]
+    for name in ("tune", "anchors", "stride4", "stride2", "stride1", "histogram", "bitstream", "checksum", "total"):
+        assert name in stages, p.stderr
+    assert sum(v for k, v in stages.items() if k != "total") <= stages["total"] + 0.01 * len(stages)
+    p = zb("decompress", stream, "-o", tmp_path / "back.raw", "--backend", "cpu", env={"ZBOUND_CPU_TIMING": "1"})
+    lines = _stage_lines(p.stderr, "decompress")
+    assert len(lines) == 1 and {"header", "decoder", "widen", "anchors", "stride1", "total"} <= set(lines[0]), p.stderr
+    p = zb(*args, env={"ZBOUND_CPU_TIMING": "0"})
+    assert "zbound cpu" not in p.stderr
+
+
 # ---------------------------------------------------------------- bench
 
 REQUIRED_BENCH_KEYS = {"ratio", "psnr", "max_abs_error", "abs_bound", "compress_gbps", "decompress_gbps",

@@ -124,9 +124,10 @@ double interp_alpha(double eps);
 // and derives alpha and the level bounds from eb and the finite value range (Eq. 2).
 // Then, with tune_alpha, alpha is chosen for the stream's encoder by compressing a sample with each candidate
 // (interp_tune_alpha); without it Eq. 2's default stays.
+// nt: threads for the alpha tuning's sample compressions (the result does not depend on it).
 template <typename T>
 InterpParams interp_tune(const T *x, const Shape &s, double eb, double range, int has_fill, uint64_t fill_bits,
-                         uint8_t encoder, bool tune_alpha = true);
+                         uint8_t encoder, bool tune_alpha = true, int nt = 1);
 
 // The linear indices of every value interp_tune (with tune_alpha) may read, in some order with repeats: the GPU path
 // copies only these to the host when the array lives on the device. Must list every read of interp_tune and
@@ -141,11 +142,11 @@ void interp_set_alpha(InterpParams &ip, double eb, double alpha);
 
 // Replaces ip's alpha by the candidate (Eq. 2's default first, then 1, 1.25, 1.5, 1.75, 2) whose compressed sample
 // (2^rank boxes around the quarter points of the dims, together about 1/64 of the array, 2^15 .. 2^16 values,
-// one thread, the stream's encoder) is smallest.
-// Arrays under 16384 values keep the default. Host only; deterministic.
+// the stream's encoder) is smallest. The candidates' sample compressions run on up to nt threads, one each.
+// Arrays under 16384 values keep the default. Host only; deterministic (whatever nt).
 template <typename T>
 void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, int has_fill, uint64_t fill_bits,
-                       InterpParams &ip);
+                       InterpParams &ip, int nt = 1);
 
 // Serialization of the parameters (little-endian, kInterpParamBytes) and its validating inverse.
 void interp_params_write(const InterpParams &p, uint8_t *dst);

@@ -28,12 +28,12 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <thread>
 #include <vector>
 #include "zb_cpu.h"
 #include "zb_lorenzo.h"
+#include "zb_parallel_tasks.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
 #include "zb_scratch.h"
@@ -389,23 +389,9 @@ void lorenzo_decode(const Source &src, typename Source::Cursor *cursors, const S
         for (uint64_t k = 0; k < count; ++k) decode_segment(k, cursors, nt);
         return;
     }
-    std::atomic<uint64_t> next{0};
-    std::exception_ptr failure;   // an exception must not leave the parallel region (std::terminate)
-    std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(nt)
-    {
-        typename Source::Cursor *cur = cursors + omp_get_thread_num();
-        try {
-            for (uint64_t k; !failed.load(std::memory_order_relaxed) &&
-                             (k = next.fetch_add(1, std::memory_order_relaxed)) < count;)
-                decode_segment(k, cur, 1);   // a nested region of one thread: this one
-        } catch (...) {
-#pragma omp critical(zb_lorenzo_decode_failure)
-            if (!failure) failure = std::current_exception();
-            failed = true;
-        }
-    }
-    if (failure) std::rethrow_exception(failure);
+    // Whole segments taken in turn, each on one thread (a nested region of one thread: this one).
+    parallel_tasks((int64_t)count, nt,
+                   [&](int64_t k, int thread) { decode_segment((uint64_t)k, cursors + thread, 1); });
 }
 
 }  // namespace grid

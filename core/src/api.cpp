@@ -14,6 +14,7 @@
 #include "zb_gpu_ops.h"
 #include "zb_pwrel.h"
 #include "zb_ratio.h"
+#include "zb_stage_clock.h"
 #include "zbound.h"
 
 namespace {
@@ -172,7 +173,10 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
     // encoder auto included) is passed to it explicitly, so both backends write it.
     uint8_t pred, enc;
     zb::ValueRange range;   // the array's value range, when the choice computes it (REL bounds)
+    zb::StageClock clock("compress");
+    clock.set_threads(nt);
     zb::choose_pipeline(*params, dtype, src, shape, false, nt, pred, enc, &range);
+    clock.mark("choice");
     const bool v1 = zb::is_v1_pipeline(pred, enc);
     zb_params gp = *params;
     gp.predictor = pred == zb::kPredInterp ? ZB_PRED_INTERP : ZB_PRED_LORENZO;
@@ -180,8 +184,10 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
     zb_status settled;
     if (gpu_settles(gpu, required, ZB_ERR_BUFFER_TOO_SMALL, "compression", [&](std::string &m) {
             return gpu->compress_host(gp, dtype, src, shape, dst, dst_capacity, dst_len, stats, m);
-        }, settled))
+        }, settled)) {
+        clock.mark("gpu");
         return settled;
+    }
     uint8_t *out = static_cast<uint8_t *>(dst);
     const zb_status s = v1 ? zb::cpu_compress(*params, dtype, src, shape, out, dst_capacity, dst_len, nt, msg, &range)
                            : zb::cpu_compress_v2(*params, pred, enc, dtype, src, shape, out, dst_capacity,
@@ -203,10 +209,13 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     const double t0 = now_seconds();
     zb::Header h;
     std::string msg;
+    zb::StageClock clock("decompress");
     if (zb_status s =
             zb::read_header(stream, src_len, h, msg, verify_payload, zb::resolve_threads(0, src_len / 4)))
         return set_error(s, msg);
+    clock.mark("header");
     const int nt = zb::resolve_threads(0, h.shape.n);
+    clock.set_threads(nt);
     const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
     if (dst_capacity < out_bytes)
         return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
@@ -224,8 +233,10 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     if (gpu_settles(gpu, required, ZB_ERR_CORRUPT, "decompression", [&](std::string &m) {
             return pw_rel ? gpu->pwrel_decompress_host(h, stream, dst, stats, m)
                           : gpu->decompress_host(h, stream, dst, stats, m);
-        }, settled))
+        }, settled)) {
+        clock.mark("gpu");
         return settled;
+    }
     if (pw_rel) {
         if (stats) *stats = zb_run_stats{};
         const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);

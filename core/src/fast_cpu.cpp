@@ -15,6 +15,7 @@
 #include "zb_quant.h"
 #include "zb_scratch.h"
 #include "zb_quantize_span.h"
+#include "zb_stage_clock.h"
 
 namespace zb {
 
@@ -192,11 +193,13 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
                            value_range_once(known_range, h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
+    stage_mark("range");
 
     struct TrimOnExit { ~TrimOnExit() { t_enc.trim(); } } trim_on_exit;
     uint32_t *q = t_enc.q.get((size_t)n);
     uint8_t *exc = t_enc.exc.get((size_t)n);
     quantize_values(x, n, qp, q, exc, nt);
+    stage_mark("quantize");
 
     // Codes, bitshuffle and block flags per tile; then block offsets by an exclusive scan of the tile counts.
     const uint64_t ntiles = code_tiles(n);
@@ -207,9 +210,11 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     shuffle_tiles(q, s, shuffled, code_flags, tile_offset + 1, escapes, nt);
     tile_offset[0] = 0;
     for (uint64_t t = 0; t < ntiles; ++t) tile_offset[t + 1] += tile_offset[t];
+    stage_mark("tiles");
 
     ExceptionStreams<T> ex;
     encode_exceptions(x, exc, n, ex, nt);
+    stage_mark("exceptions");
 
     h.version = lorenzo_fast_version(s);
     h.predictor = 1;
@@ -243,9 +248,11 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     if (!escapes.empty()) std::memcpy(seg(kSegEscapes), escapes.data(), escapes.size() * 4);
     for (int i = 0; i < kExceptionSegmentCount; ++i)
         if (ex.segment_length(i)) std::memcpy(seg(kSegEdgeFlags + i), ex.segment_data(i), ex.segment_length(i));
+    stage_mark("copy");
     h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
     write_header(h, dst);
     *out_len = total;
+    stage_mark("checksum");
     return ZB_OK;
 }
 
@@ -351,6 +358,7 @@ zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, 
         for (uint64_t t = 0; t < ntiles; ++t) esc_start[t + 1] += esc_start[t];
         if (esc_start[ntiles] != h.escapes) return corrupt(msg, "escape codes do not match the escape count");
     }
+    stage_mark("locate");
     const CodeTiles src{flags, blocks, payload + h.seg[kSegEscapes].offset, block_start, esc_start, n,
                         ZB_SIMD_PICK(void (*)(const uint16_t *, uint32_t *, uint64_t), codes_to_deltas)};
     std::vector<CodeTiles::Cursor> cursors((size_t)nt);
@@ -359,6 +367,7 @@ zb_status decode_tiles(const Header &h, const uint8_t *payload, T *out, int nt, 
     grid::lorenzo_decode(src, cursors.data(), h.shape, segs, nt, 2.0 * h.eb, out);
     for (const CodeTiles::Cursor &c : cursors)
         if (c.bad) return corrupt(msg, "code tiles do not match their padding or the escape list");
+    stage_mark("lorenzo");
     return ZB_OK;
 }
 
@@ -377,7 +386,8 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         ByteSpan ex[kExceptionSegmentCount];
         for (int i = 0; i < kExceptionSegmentCount; ++i)
             ex[i] = {payload + h.seg[kSegEdgeFlags + i].offset, h.seg[kSegEdgeFlags + i].length};
-        if (!decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
+        if (!decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg, nt)) return ZB_ERR_CORRUPT;
+        stage_mark("exceptions");
     }
     return ZB_OK;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 #include "zb_cpu.h"
 #include "zb_sample.h"
+#include "zb_stage_clock.h"
 
 namespace zb {
 namespace {
@@ -42,6 +43,7 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     const int snt = (int)std::max<uint64_t>(1, std::min<uint64_t>((uint64_t)nt, b.n / kValuesPerThread));
     size_t best = SIZE_MAX;
     std::string msg;
+    const StageMute mute;   // the candidates' stages are not the call's
     for (uint8_t pc : preds)
         for (uint8_t ec : encs) {
             size_t len = 0;

@@ -14,6 +14,7 @@
 #include "zb_ratio.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
+#include "zb_stage_clock.h"
 
 namespace zb {
 namespace {
@@ -288,6 +289,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     const bool has_range = value_range_once(known_range, h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
     const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
+    stage_mark("range");
 
     // Predictor: one 16-bit code per value in the encoder's form (fast: sign-magnitude, escaped 0x8000; ratio: code + R,
     // escaped 0), exceptions, escapes; its parameters go to segment 0.
@@ -301,11 +303,13 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     if (predictor == kPredInterp) {
         T *recon = reinterpret_cast<T *>(t_v2.recon.get((size_t)n * sizeof(T)));
         const InterpParams ip =
-            interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha);
+            interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha, nt);
+        stage_mark("tune");
         int32_t *codes = t_v2.codes.get((size_t)n);
         interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
                           recon, escapes, nt);
         interp_codes16(codes, n, encoder, nt, c16);
+        stage_mark("codes16");
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
@@ -313,6 +317,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         uint32_t *q = t_v2.quant.get((size_t)n);
         if (encoder == kEncFast) lorenzo_encode_v2(x, s, qp, fast_code, q, c16, exc, escapes, nt);
         else lorenzo_encode_v2(x, s, qp, ratio_code, q, c16, exc, escapes, nt);
+        stage_mark("lorenzo");
     }
 
     // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass, its segments in
@@ -337,11 +342,13 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         h.version = v2_layout_version(predictor, rs.run_tokens);
     }
 
+    stage_mark("encoder");
     ExceptionStreams<T> ex;
     encode_exceptions(x, exc, n, ex, nt);
     h.escapes = escapes.size();
     h.exceptions = ex.count;
     h.runs = ex.run_values.size();
+    stage_mark("exceptions");
 
     // Segments in stream order.
     std::vector<std::pair<const void *, uint64_t>> segs;
@@ -360,9 +367,11 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     uint8_t *payload = dst + h.header_bytes();
     for (size_t i = 0; i < segs.size(); ++i)   // in parallel: serial, the copies were 3 ms of a 100 ms 16-thread call
         if (segs[i].second) parallel_copy(payload + h.seg[i].offset, segs[i].first, (size_t)segs[i].second, nt);
+    stage_mark("copy");
     h.payload_crc = payload_checksum(payload, (size_t)h.payload_bytes(), nt);
     write_header(h, dst);
     *out_len = total;
+    stage_mark("checksum");
     return ZB_OK;
 }
 
@@ -396,14 +405,17 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (h.encoder == kEncFast) {
         if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
             return corrupt(msg, "code blocks do not match their flags");
+        stage_mark("decoder");
         first = to_codes(FastCode32{});
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
         if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
             return st;
+        stage_mark("decoder");
         if (widen) first = to_codes(RatioCode32{radius});
     }
+    if (widen) stage_mark("widen");
 
     const int ex0 = 1 + nenc + 1;
     ByteSpan ex[kExceptionSegmentCount];
@@ -416,9 +428,13 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
             std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
-        if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg)) return ZB_ERR_CORRUPT;
+        stage_mark("mask");
+        if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg, nt)) return ZB_ERR_CORRUPT;
+        stage_mark("exceptions");
+        // The widened codes lie in (-radius, radius) but the escaped ones, first.back() of them (fast: 15-bit
+        // magnitudes; ratio: the decoder yields symbols of its alphabet [0, 2R) only): no range pass in the decoder.
         return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), radius, codes, escapes.data(), h.escapes,
-                                 mask, out, nt, msg);
+                                 mask, out, nt, msg, &first.back());
     }
     // Lorenzo needs no mask (one pass less over n bytes and one over the values, 16 threads: 8 of 63 ms for 64M
     // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
@@ -426,7 +442,9 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         widen ? lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg)
               : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, radius, escapes.data(), h.escapes, out, nt, msg);
     if (st != ZB_OK) return st;
-    if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg)) return ZB_ERR_CORRUPT;
+    stage_mark("lorenzo");
+    if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg, nt)) return ZB_ERR_CORRUPT;
+    stage_mark("exceptions");
     return ZB_OK;
 }
 

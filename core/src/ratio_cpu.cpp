@@ -21,6 +21,7 @@
 #include "zb_ratio.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
+#include "zb_stage_clock.h"
 
 namespace zb {
 namespace {
@@ -575,6 +576,7 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
         std::vector<uint64_t> hist(AT, 0);
         for (int t = 0; t < T; ++t)
             for (size_t s = 0; s < AT; ++s) hist[s] += hist_t[(size_t)t * AT + s];
+        stage_mark("histogram");
 
         // 2. codebook
         RatioCodebook cb;
@@ -601,6 +603,7 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
         const uint64_t total = rstart[(size_t)T];
         if (total != cb.total_bits) return fail(msg, ZB_ERR_INTERNAL, "ratio: bit counts disagree");
         const uint64_t bytes = div_up(total, 8), nwords = div_up(total, 32);
+        stage_mark("codebook");
 
         // 3. the bitstream: complete words are stored by their range; a range's last partial word goes to a slot
         // and is OR-ed in afterwards, into words zeroed beforehand (the shared boundary words).
@@ -663,6 +666,7 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
                 std::memcpy(&v, w, 4);
                 store_be32(w, __builtin_bswap32(v) | slot_val[(size_t)t]);
             }
+        stage_mark("bitstream");
 
         // 4. segments, in this thread's reused memory
         t_ratio.codebook = ratio_write_codebook(cb);
@@ -693,6 +697,7 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
         views.seg[2] = {flags, flag_bytes};
         views.seg[3] = {t_ratio.blocks.get(0), nnz * kBlockBytes};
         t_ratio.trim();
+        stage_mark("segments");
 
         if (stats) {
             stats->codebook_bytes = views.seg[0].size;
