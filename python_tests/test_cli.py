@@ -230,7 +230,7 @@ def test_cpu_timing_prints_the_stages_of_each_call(tmp_path, fields):
     assert sum(v for k, v in stages.items() if k != "total") <= stages["total"] + 0.01 * len(stages)
     p = zb("decompress", stream, "-o", tmp_path / "back.raw", "--backend", "cpu", env={"ZBOUND_CPU_TIMING": "1"})
     lines = _stage_lines(p.stderr, "decompress")
-    assert len(lines) == 1 and {"header", "decoder", "widen", "anchors", "stride1", "total"} <= set(lines[0]), p.stderr
+    assert len(lines) == 1 and {"header", "decoder", "mask", "anchors", "stride1", "total"} <= set(lines[0]), p.stderr
     p = zb(*args, env={"ZBOUND_CPU_TIMING": "0"})
     assert "zbound cpu" not in p.stderr
 

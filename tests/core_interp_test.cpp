@@ -10,6 +10,7 @@
 #include "zb_format.h"
 #include "zb_interp.h"
 #include "zb_interp_cpu.h"
+#include "zb_quant.h"
 #include "zb_ratio.h"
 
 namespace {
@@ -155,14 +156,12 @@ TEST(Interp, StreamIsV3WithInterpParameters) {
 // Coded size of x (ratio encoder, with exceptions and escapes at their stored size) with the predictor parameters ip.
 template <typename T>
 size_t coded_size(const std::vector<T> &x, const zb::Shape &s, const zb::InterpParams &ip, double eb) {
-    std::vector<int32_t> codes(s.n), escapes;
+    std::vector<uint16_t> c16(s.n);
+    std::vector<int32_t> escapes;
     std::vector<uint8_t> exc(s.n);
     std::vector<T> rec(s.n);
-    zb::interp_encode_cpu(x.data(), s, ip, zb::InterpCodeOrder::kPass, eb, zb::kRatioRadius, 0, 0, codes.data(),
+    zb::interp_encode_cpu(x.data(), s, ip, zb::InterpCodeOrder::kPass, eb, zb::kEncRatio, 0, 0, c16.data(),
                           exc.data(), rec.data(), escapes, 1);
-    std::vector<uint16_t> c16(s.n);
-    for (size_t i = 0; i < s.n; ++i)
-        c16[i] = codes[i] == zb::kEscapedCode ? (uint16_t)0 : (uint16_t)(codes[i] + zb::kRatioRadius);
     std::vector<std::string> segs;
     std::string msg;
     EXPECT_EQ(zb::ratio_encode_cpu(c16.data(), s.n, 2 * zb::kRatioRadius, 1, segs, nullptr, msg), ZB_OK) << msg;
@@ -298,44 +297,55 @@ TEST(Interp, CorruptionIsAnErrorNeverACrash) {
     }
 }
 
-// interp_decode_cpu validates the codes it is handed: an escaped code anywhere but at an anchor, or a code outside
-// (-radius, radius), is a corrupt stream (the count of such codes must match the escapes), in both code orders.
-TEST(Interp, DecoderRejectsCodesOutOfRangeAndStrayEscapes) {
+// interp_decode_cpu validates the 16-bit codes it is handed: an escaped code (ratio: 0, or a symbol outside the
+// alphabet [1, 2R); fast: 0x8000) anywhere but at an anchor is a corrupt stream, even when the escape list has a
+// value for it; in both code orders and for both encoders' forms.
+TEST(Interp, DecoderRejectsStrayEscapes) {
     const Dims dims{19, 23, 29};
     const auto x = zbt::smooth_field<float>(dims, 0.1, 3);
     zb::Shape s;
     ASSERT_TRUE(zb::fold_shape((int)dims.size(), dims.data(), s));
-    const double eb = 1e-4;   // small: some anchor deltas exceed the radius and are escaped
-    const zb::InterpParams ip = zb::interp_tune(x.data(), s, eb, 2.0, 0, 0, zb::kEncRatio);
-    for (zb::InterpCodeOrder order : {zb::InterpCodeOrder::kPass, zb::InterpCodeOrder::kIndex}) {
-        std::vector<int32_t> codes(s.n), escapes;
-        std::vector<uint8_t> exc(s.n);
-        std::vector<float> rec(s.n);
-        zb::interp_encode_cpu(x.data(), s, ip, order, eb, zb::kRatioRadius, 0, 0, codes.data(), exc.data(),
-                              rec.data(), escapes, 1);
-        ASSERT_FALSE(escapes.empty());
-        auto decode = [&](const std::vector<int32_t> &c, const std::vector<int32_t> &e) {
-            std::vector<float> out(s.n);
-            for (size_t i = 0; i < s.n; ++i) out[i] = exc[i] ? x[i] : 0.0f;   // as decode_exceptions leaves it
-            std::string msg;
-            return zb::interp_decode_cpu(s, ip, order, zb::kRatioRadius, c.data(), e.data(), e.size(), exc.data(),
-                                         out.data(), 1, msg);
-        };
-        ASSERT_EQ(decode(codes, escapes), ZB_OK);
-        // A point of the last level (not an anchor) in either order: index 1 along x is odd.
-        const size_t victim = order == zb::InterpCodeOrder::kIndex ? 1 : s.n - 1;
-        for (int32_t bad : {zb::kRatioRadius, -zb::kRatioRadius, zb::kEscapedCode, INT32_MAX}) {
+    const double eb = 1e-4;   // small: some anchor deltas exceed the ratio radius and are escaped
+    for (uint8_t encoder : {zb::kEncRatio, zb::kEncFast}) {
+        const zb::InterpParams ip = zb::interp_tune(x.data(), s, eb, 2.0, 0, 0, encoder);
+        const bool ratio = encoder == zb::kEncRatio;
+        for (zb::InterpCodeOrder order : {zb::InterpCodeOrder::kPass, zb::InterpCodeOrder::kIndex}) {
+            SCOPED_TRACE(std::string(ratio ? "ratio" : "fast") +
+                         (order == zb::InterpCodeOrder::kPass ? " pass order" : " index order"));
+            std::vector<uint16_t> codes(s.n);
+            std::vector<int32_t> escapes;
+            std::vector<uint8_t> exc(s.n);
+            std::vector<float> rec(s.n);
+            zb::interp_encode_cpu(x.data(), s, ip, order, eb, encoder, 0, 0, codes.data(), exc.data(), rec.data(),
+                                  escapes, 1);
+            if (ratio) {
+                ASSERT_FALSE(escapes.empty());
+            }
+            auto decode = [&](const std::vector<uint16_t> &c, const std::vector<int32_t> &e) {
+                std::vector<float> out(s.n);
+                for (size_t i = 0; i < s.n; ++i) out[i] = exc[i] ? x[i] : 0.0f;   // as decode_exceptions leaves it
+                std::string msg;
+                return zb::interp_decode_cpu(s, ip, order, encoder, c.data(), e.data(), e.size(), exc.data(),
+                                             out.data(), 1, msg);
+            };
+            ASSERT_EQ(decode(codes, escapes), ZB_OK);
+            // A point of the last level (not an anchor) in either order: index 1 along x is odd.
+            const size_t victim = order == zb::InterpCodeOrder::kIndex ? 1 : s.n - 1;
+            const std::vector<uint16_t> bad = ratio ? std::vector<uint16_t>{0, 2 * zb::kRatioRadius, 65535}
+                                                    : std::vector<uint16_t>{zb::kEscapeCode};
+            for (uint16_t b : bad) {
+                auto c = codes;
+                c[victim] = b;
+                EXPECT_EQ(decode(c, escapes), ZB_ERR_CORRUPT) << "code " << b;
+                // With one more escape value the counts agree, yet the escape is not at an anchor.
+                auto e = escapes;
+                e.push_back(7);
+                EXPECT_EQ(decode(c, e), ZB_ERR_CORRUPT) << "code " << b << " with an extra escape";
+            }
             auto c = codes;
-            c[victim] = bad;
-            EXPECT_EQ(decode(c, escapes), ZB_ERR_CORRUPT) << "code " << bad;
-            // With one more escape value the counts agree, yet the escape is not at an anchor.
-            auto e = escapes;
-            e.push_back(7);
-            EXPECT_EQ(decode(c, e), ZB_ERR_CORRUPT) << "code " << bad << " with an extra escape";
+            c[victim] = ratio ? 2 * zb::kRatioRadius - 1 : 0x7FFF;   // the largest code in range decodes
+            EXPECT_EQ(decode(c, escapes), ZB_OK);
         }
-        auto c = codes;
-        c[victim] = zb::kRatioRadius - 1;   // the largest code in range decodes
-        EXPECT_EQ(decode(c, escapes), ZB_OK);
     }
 }
 

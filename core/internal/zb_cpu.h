@@ -89,9 +89,6 @@ zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int threads, std::string &msg,
                           bool tune_alpha = true, const ValueRange *range = nullptr);
 zb_status cpu_decompress_v2(const Header &h, const uint8_t *stream, void *dst, int threads, std::string &msg);
-// The encoder's 16-bit codes (fast: sign-magnitude, escaped 0x8000; ratio: code + radius, escaped 0) of the interp
-// predictor's n int32 codes (kEscapedCode for escaped anchors), the encoder's radius being the format's.
-void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int threads, uint16_t *c16);
 
 // The number of set bits in n bytes (the popcnt instruction where the CPU has it; the baseline build has none).
 uint64_t count_ones(const uint8_t *bytes, uint64_t n);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 #include <vector>
+#include "zb_codes16.h"
 #include "zb_cpu.h"
 #include "zb_interp_cpu.h"
 #include "zb_parallel_tasks.h"
@@ -27,7 +28,6 @@ constexpr size_t kAlphaFinalists = 3;   // smaller arrays keep the default: the 
 // The buffers of sample_cost, kept between the candidates' calls (zb_scratch.h): zeroed vectors of a fresh
 // allocation each time were a tenth of the tuning of a small array (page faults and memset).
 struct SampleScratch {
-    ScratchArray<int32_t> codes;
     ScratchArray<uint8_t> exc;
     ScratchArray<uint8_t> recon;   // T values
     ScratchArray<uint16_t> c16;
@@ -37,20 +37,18 @@ template <typename T>
 uint64_t sample_cost(const std::vector<T> &x, const Shape &b, const InterpParams &ip, double eb, uint8_t encoder,
                      int has_fill, uint64_t fill_bits, SampleScratch &scratch) {
     const uint64_t n = b.n;
-    const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
-    int32_t *codes = scratch.codes.get((size_t)n);
+    const int32_t radius = encoder_radius(encoder);
     uint8_t *exc = scratch.exc.get((size_t)n);
     T *recon = reinterpret_cast<T *>(scratch.recon.get((size_t)n * sizeof(T)));
+    const uint64_t padded = code_tiles(n) * kTileCodes;
+    uint16_t *c16 = scratch.c16.get((size_t)padded);
+    std::fill(c16 + n, c16 + padded, (uint16_t)0);   // the fast encoder reads whole tiles
     std::vector<int32_t> escapes;
-    interp_encode_cpu(x.data(), b, ip, InterpCodeOrder::kPass, eb, radius, has_fill, fill_bits, codes, exc, recon,
+    interp_encode_cpu(x.data(), b, ip, InterpCodeOrder::kPass, eb, encoder, has_fill, fill_bits, c16, exc, recon,
                       escapes, 1);
     uint64_t exceptions = 0;
     for (uint64_t i = 0; i < n; ++i) exceptions += exc[i];
     uint64_t bytes = exceptions * sizeof(T) + escapes.size() * 4;
-    const uint64_t padded = code_tiles(n) * kTileCodes;
-    uint16_t *c16 = scratch.c16.get((size_t)padded);
-    std::fill(c16 + n, c16 + padded, (uint16_t)0);   // the fast encoder reads whole tiles
-    interp_codes16(codes, n, encoder, 1, c16);
     if (encoder == kEncRatio) {
         std::vector<std::string> segs;
         std::string msg;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 #include "zb_bytes.h"
+#include "zb_codes16.h"
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
 #include "zb_exceptions.h"
@@ -72,33 +73,6 @@ void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsE
             if (escaped(i)) f(i, e++);
     }
 }
-
-// The encoders' 16-bit codes of a delta d with |d| < radius. fast: sign-magnitude, escaped kEscapeCode; ratio: the
-// symbol d + radius, escaped 0.
-template <bool Ratio> struct Code16 {
-    int32_t radius;
-    static constexpr uint16_t kEscaped = Ratio ? 0 : kEscapeCode;
-    uint16_t operator()(int32_t d) const { return Ratio ? (uint16_t)(d + radius) : delta_to_code(d); }
-};
-
-// The int32 codes of the decoders from the encoders' 16-bit codes (Code16's inverse), kEscapedCode for escapes.
-struct FastCode32 {
-    int32_t operator()(uint16_t c) const { return c == kEscapeCode ? kEscapedCode : code_to_delta(c); }
-};
-struct RatioCode32 {
-    int32_t radius;
-    int32_t operator()(uint16_t c) const { return c == 0 ? kEscapedCode : (int32_t)c - radius; }
-};
-
-// The encoder's 16-bit codes of the interp predictor's int32 codes (kEscapedCode: escaped), in a loop that
-// vectorizes (one clone per vector level).
-template <bool Ratio>
-ZB_ALWAYS_INLINE void narrow_codes(const int32_t *__restrict codes, uint16_t *__restrict c16, uint64_t count,
-                                   Code16<Ratio> code16) {
-    for (uint64_t i = 0; i < count; ++i)
-        c16[i] = codes[i] == kEscapedCode ? Code16<Ratio>::kEscaped : code16(codes[i]);
-}
-ZB_SIMD_CLONES(narrow_codes)
 
 // codes[i] = code_of(c16[i]) for i < count; returns how many are escaped. Selects only, and restrict pointers, so
 // that it vectorizes (one clone per vector level).
@@ -305,11 +279,8 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         const InterpParams ip =
             interp_tune(x, s, h.eb, has_range ? vmax - vmin : 0.0, p.has_fill, p.fill_bits, encoder, tune_alpha, nt);
         stage_mark("tune");
-        int32_t *codes = t_v2.codes.get((size_t)n);
-        interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, radius, p.has_fill, p.fill_bits, codes, exc,
+        interp_encode_cpu(x, s, ip, interp_code_order(h.version), h.eb, encoder, p.has_fill, p.fill_bits, c16, exc,
                           recon, escapes, nt);
-        interp_codes16(codes, n, encoder, nt, c16);
-        stage_mark("codes16");
         params.resize(kV2CommonParamBytes + kInterpParamBytes);
         interp_params_write(ip, params.data() + kV2CommonParamBytes);
     } else {
@@ -390,9 +361,10 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     if (h.predictor == kPredInterp && !interp_params_read(params.data + kV2CommonParamBytes, ip, why))
         return corrupt(msg, why);
 
-    // Codes. Lorenzo with the ratio encoder reads the 16-bit codes (lorenzo_decode_ratio_codes); the others widen
-    // them to int32 codes, counting the escaped ones per chunk (for Lorenzo's escapes).
-    const bool widen = h.predictor == kPredInterp || h.encoder != kEncRatio;
+    // Codes. Interp, and Lorenzo with the ratio encoder, read the 16-bit codes (interp's rows widen their own,
+    // lorenzo_decode_ratio_codes its pieces); Lorenzo with the fast encoder widens them to int32 codes, counting the
+    // escaped ones per chunk.
+    const bool widen = h.predictor != kPredInterp && h.encoder != kEncRatio;
     uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
     int32_t *codes = widen ? t_v2.codes.get((size_t)n) : nullptr;
     const int nenc = v2_encoder_segments(h.encoder);
@@ -406,14 +378,13 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         if (!fast_decode_codes(span(1).data, span(2).data, h.nonzero_code_blocks, n, c16, nt))
             return corrupt(msg, "code blocks do not match their flags");
         stage_mark("decoder");
-        first = to_codes(FastCode32{});
+        if (widen) first = to_codes(FastCode32{});
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
         if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
             return st;
         stage_mark("decoder");
-        if (widen) first = to_codes(RatioCode32{radius});
     }
     if (widen) stage_mark("widen");
 
@@ -431,10 +402,10 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
         stage_mark("mask");
         if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg, nt)) return ZB_ERR_CORRUPT;
         stage_mark("exceptions");
-        // The widened codes lie in (-radius, radius) but the escaped ones, first.back() of them (fast: 15-bit
-        // magnitudes; ratio: the decoder yields symbols of its alphabet [0, 2R) only): no range pass in the decoder.
-        return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), radius, codes, escapes.data(), h.escapes,
-                                 mask, out, nt, msg, &first.back());
+        // The 16-bit codes lie in (-radius, radius) but the escaped ones (fast: 15-bit magnitudes; ratio: the
+        // decoder yields symbols of its alphabet [0, 2R) only).
+        return interp_decode_cpu(h.shape, ip, interp_code_order(h.version), h.encoder, c16, escapes.data(),
+                                 h.escapes, mask, out, nt, msg);
     }
     // Lorenzo needs no mask (one pass less over n bytes and one over the values, 16 threads: 8 of 63 ms for 64M
     // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
@@ -449,19 +420,6 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
 }
 
 }  // namespace
-
-void interp_codes16(const int32_t *codes, uint64_t n, uint8_t encoder, int nt, uint16_t *c16) {
-    auto narrow_all = [&](auto code16) {
-        const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, uint64_t, decltype(code16)),
-                                         narrow_codes);
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
-            narrow(codes + c * kChunkValues, c16 + c * kChunkValues, std::min(kChunkValues, n - c * kChunkValues),
-                   code16);
-    };
-    if (encoder == kEncRatio) narrow_all(Code16<true>{kRatioRadius});
-    else narrow_all(Code16<false>{kFastRadius});
-}
 
 zb_status cpu_compress_v2(const zb_params &p, uint8_t predictor, uint8_t encoder, zb_dtype dtype, const void *src,
                           const Shape &shape, uint8_t *dst, size_t cap, size_t *len, int nt, std::string &msg,

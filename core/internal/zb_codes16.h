@@ -1,0 +1,34 @@
+// The encoders' 16-bit codes (docs/FORMAT.md sections 5 and 8) of a predictor's integer codes, and back. The Lorenzo
+// and interp predictors write them directly, the decoders read them, so that no array of int32 codes is stored.
+#pragma once
+#include <cstdint>
+#include "zb_format.h"
+#include "zb_interp_cpu.h"
+#include "zb_quant.h"
+
+namespace zb {
+
+// The code radius of an encoder: codes lie in (-radius, radius).
+inline int32_t encoder_radius(uint8_t encoder) { return encoder == kEncRatio ? kRatioRadius : kFastRadius; }
+
+// The 16-bit code of a delta d with |d| < radius. fast: sign-magnitude, escaped kEscapeCode; ratio: the symbol
+// d + radius, escaped 0.
+template <bool Ratio> struct Code16 {
+    int32_t radius;
+    static constexpr uint16_t kEscaped = Ratio ? 0 : kEscapeCode;
+    uint16_t operator()(int32_t d) const { return Ratio ? (uint16_t)(d + radius) : delta_to_code(d); }
+};
+
+// Code16's inverse, kEscapedCode for an escaped code. A ratio symbol outside the alphabet [1, 2 radius), which the
+// ratio decoder never yields, reads as escaped too: decoders that reject escapes where none may be reject it.
+struct FastCode32 {
+    int32_t operator()(uint16_t c) const { return c == kEscapeCode ? kEscapedCode : code_to_delta(c); }
+};
+struct RatioCode32 {
+    int32_t radius;
+    int32_t operator()(uint16_t c) const {
+        return c == 0 || c >= 2 * radius ? kEscapedCode : (int32_t)c - radius;
+    }
+};
+
+}  // namespace zb
