@@ -345,10 +345,10 @@ bool decode_exception_blocks(const uint8_t *flags, uint64_t blk0, uint64_t blk1,
 // Decodes the exceptions from their five segments (edge flags, edge blocks, change flags, change blocks, values):
 // writes each exception's value to out[i] and, if mask is not null, mask[i] = 1 for exceptions (mask must be
 // zeroed by the caller). Validates the counts k and runs; false with msg set on corrupt input.
-// On nt threads, in parts of kExceptionPartBlocks mask blocks: a first pass gives each part its edge parity and its
-// exceptions were it to start outside a run, from which a scan gives every part its starting state (inside a run,
-// exceptions and runs before it); the parts then decode independently. (Serial, the stage took 50-65 ms of a
-// 100 ms 16-thread decompression of a 256 MB field 40 % NaN.)
+// On nt > 1 threads, in parts of kExceptionPartBlocks mask blocks: a first pass gives each part its edge parity and
+// its exceptions were it to start outside a run, from which a scan gives every part its starting state (inside a
+// run, exceptions and runs before it); the parts then decode independently. (Serial, the stage took 50-65 ms of a
+// 100 ms 16-thread decompression of a 256 MB field 40 % NaN.) One thread decodes the mask as one part.
 template <typename T>
 bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t runs, T *out, uint8_t *mask,
                        std::string &msg, int nt = 1) {
@@ -365,6 +365,30 @@ bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t run
         return false;
     }
     const uint8_t *values = seg[4].data;
+    auto change_bits_past_end = [&] {
+        for (uint64_t bit = k; bit < change.size() * 8; ++bit)
+            if ((change[bit >> 3] >> (bit & 7)) & 1) return true;
+        return false;
+    };
+    if (nt <= 1 || nblocks <= kExceptionPartBlocks) {   // one part: no first pass (3 % of a one-thread decode)
+        ExceptionCursor<T> c;
+        c.stored = stored;
+        const char *why = nullptr;
+        if (!decode_exception_blocks(flags, 0, nblocks, n, k, runs, change.data(), change.size(), values, c, out, mask,
+                                     why)) {
+            msg = why;
+            return false;
+        }
+        if (c.j != k || c.run != runs) {
+            msg = "corrupt stream: exception counts do not match the header";
+            return false;
+        }
+        if (change_bits_past_end()) {
+            msg = "corrupt stream: change bits past the end";
+            return false;
+        }
+        return true;
+    }
     const int64_t parts = (int64_t)div_up(nblocks, kExceptionPartBlocks);
     auto part_blocks = [&](int64_t p, uint64_t &blk0, uint64_t &blk1) {
         blk0 = (uint64_t)p * kExceptionPartBlocks;
@@ -428,8 +452,10 @@ bool decode_exceptions(const ByteSpan *seg, uint64_t n, uint64_t k, uint64_t run
         msg = "corrupt stream: exception counts do not match the header";
         return false;
     }
-    for (uint64_t bit = k; bit < change.size() * 8; ++bit)
-        if ((change[bit >> 3] >> (bit & 7)) & 1) { msg = "corrupt stream: change bits past the end"; return false; }
+    if (change_bits_past_end()) {
+        msg = "corrupt stream: change bits past the end";
+        return false;
+    }
     for (int64_t p = 0; p < parts; ++p) {
         ExceptionCursor<T> &c = start[(size_t)p];
         c.stored = stored + part_stored[(size_t)p] * kBlockBytes;

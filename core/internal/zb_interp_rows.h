@@ -174,13 +174,16 @@ struct ResidualParams {
 };
 
 // One pass of the encoder: predictions from recon (the reconstructed values of earlier passes), then for each point
-// quantize_residual against x: its code, exception byte (exc, 1 = exception) and reconstruction (recon).
+// quantize_residual against x: its code, exception byte (exc, 1 = exception) and reconstruction (recon). The last
+// pass stores no reconstructions (store_recon false): no later pass reads them, and on 16 threads, where the last
+// level is bound by memory traffic, their stores were a fifth of it.
 template <typename T> struct EncodePass {
     PassGeometry g;
     const T *x;
     T *recon;
     uint8_t *exc;
     ResidualParams rp;
+    bool store_recon = true;
 };
 
 // One pass of the decoder: predictions from out, then the values of the regular points (mask[i] = 1 marks the
@@ -202,7 +205,7 @@ template <typename T> ZB_ALWAYS_INLINE int32_t encode_point(const EncodePass<T> 
     const bool regular =
         quantize_residual<T>(ep.x[idx], pred, rp.twoe, rp.recip, rp.eb, rp.radius, rp.has_fill, rp.fill_bits, q, r);
     ep.exc[idx] = regular ? 0 : 1;
-    ep.recon[idx] = r;
+    if (ep.store_recon) ep.recon[idx] = r;
     return q;
 }
 template <typename T>

@@ -238,7 +238,7 @@ public:
             std::memcpy(ep_.exc + i, &e, 4);
         else
             for (int k = 0; k < 4; ++k) ep_.exc[i + k * dx] = (uint8_t)(e >> 8 * k);
-        store4_masked(ep_.recon + i, dx, wide, blend4(raw, rt, regular), 0xf);
+        if (ep_.store_recon) store4_masked(ep_.recon + i, dx, wide, blend4(raw, rt, regular), 0xf);
     }
 
 private:

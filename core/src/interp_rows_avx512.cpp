@@ -228,7 +228,7 @@ public:
             for (int k = 0; k < 8; ++k)
                 if ((m >> k) & 1) ep_.exc[i + k * dx] = (uint8_t)((exceptions >> k) & 1);
         }
-        store8(ep_.recon + i, dx, blend8(regular, raw, rt), m);
+        if (ep_.store_recon) store8(ep_.recon + i, dx, blend8(regular, raw, rt), m);
     }
 
 private:
