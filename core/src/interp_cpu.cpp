@@ -62,12 +62,18 @@ template <typename T> T *line_aligned(T *p) {
     return reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
 }
 
+// Points of a pass per thread: a pass runs on at most one thread per kRowPointsPerThread points. (Passes of up to
+// 65536 points ran on one thread: in an array of 2^20 values, a 4 MiB chunk or the pipeline choice's sample, six of
+// the nine passes, an eighth of the points, serial on any number of threads.)
+constexpr int64_t kRowPointsPerThread = 4096;
+
 // Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP when the pass is large), and
 // scratch holds the calling thread's buffers of p.count[2] values. Returns the sum of the threads' counts.
 template <typename F> uint64_t for_each_row(const Pass &p, const int64_t d[3], int nt, F f) {
     const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
-    const bool parallel = rows * nxp > 65536;
-    const int threads = parallel ? nt : 1;
+    const int64_t useful = std::min(rows, rows * nxp / kRowPointsPerThread);
+    const int threads = (int)std::max<int64_t>(1, std::min<int64_t>(nt, useful));
+    const bool parallel = threads > 1;
     // Allocated before the region (no throw inside it); each thread's part in whole cache lines of its own.
     const int64_t part = (nxp + 15) / 16 * 16;
     std::vector<double> preds((size_t)(threads * part + 8));
