@@ -62,17 +62,24 @@ template <typename T> T *line_aligned(T *p) {
     return reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
 }
 
-// Points of a pass per thread: a pass runs on at most one thread per kRowPointsPerThread points. (Passes of up to
-// 65536 points ran on one thread: in an array of 2^20 values, a 4 MiB chunk or the pipeline choice's sample, six of
-// the nine passes, an eighth of the points, serial on any number of threads.)
+// The threads for a pass of `points` points in `rows` rows: one per kRowPointsPerThread points (at most one per row)
+// once the pass has more than min_points points, else one. The encoder's work per point is worth threads from 8192
+// points on: passes of up to 65536 points ran on one thread, which in an array of 2^20 values (a 4 MiB chunk, the
+// pipeline choice's sample) left six of its nine passes serial (device, 16 threads, interp/ratio compression of 4 MB:
+// 617-889 -> 1279-1548 MB/s). The decoder's, about 5x lighter, is not (the same with its small passes on threads:
+// decompression 3520-4282 -> 2762-3357 MB/s): it keeps min_points 65536.
 constexpr int64_t kRowPointsPerThread = 4096;
+constexpr int64_t kEncodeMinPoints = 8192, kDecodeMinPoints = 65536;
+int pass_threads(int64_t rows, int64_t points, int nt, int64_t min_points) {
+    if (points <= min_points) return 1;
+    return (int)std::max<int64_t>(1, std::min<int64_t>({(int64_t)nt, rows, points / kRowPointsPerThread}));
+}
 
-// Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP when the pass is large), and
+// Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP on pass_threads threads), and
 // scratch holds the calling thread's buffers of p.count[2] values. Returns the sum of the threads' counts.
-template <typename F> uint64_t for_each_row(const Pass &p, const int64_t d[3], int nt, F f) {
+template <typename F> uint64_t for_each_row(const Pass &p, const int64_t d[3], int nt, int64_t min_points, F f) {
     const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
-    const int64_t useful = std::min(rows, rows * nxp / kRowPointsPerThread);
-    const int threads = (int)std::max<int64_t>(1, std::min<int64_t>(nt, useful));
+    const int threads = pass_threads(rows, rows * nxp, nt, min_points);
     const bool parallel = threads > 1;
     // Allocated before the region (no throw inside it); each thread's part in whole cache lines of its own.
     const int64_t part = (nxp + 15) / 16 * 16;
@@ -411,7 +418,7 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
             const Pass p = make_pass(ip, d, st, i);
             EncodePass<T> ep{{&p, d, st, ip.natural[p.dim] != 0}, x, recon, exc, rp};
             ep.store_recon = !(l == 0 && i == 2);   // the last pass's reconstructions are never read
-            for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
+            for_each_row(p, d, nt, kEncodeMinPoints, [&](int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
                 encode_row(ep, z, y, row, scratch.codes, 1, scratch.pred);
                 uint16_t *dst = pos.codes(c16, row);
                 const int64_t step = pos.code_step(row);
@@ -496,8 +503,7 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
         for (int i = 0; i < 3; ++i) {
             const Pass p = make_pass(ip, d, st, i);
             const DecodePass<T> dp{{&p, d, st, ip.natural[p.dim] != 0}, out, mask, twoe};
-            const uint64_t stray_escapes = for_each_row(p, d, nt, [&](int64_t z, int64_t y, const Row &row,
-                                                                      RowScratch &scratch) {
+            auto decode_one_row = [&](int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
                 const uint16_t *src = pos.codes(c16, row);
                 const int64_t step = pos.code_step(row);
                 uint64_t escaped = 0;
@@ -511,7 +517,8 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
                 }
                 scratch.count += escaped;
                 decode_row(dp, z, y, row, scratch.codes, 1, scratch.pred);
-            });
+            };
+            const uint64_t stray_escapes = for_each_row(p, d, nt, kDecodeMinPoints, decode_one_row);
             pos.base += pass_points(p);
             if (stray_escapes) {
                 msg = "corrupt stream: an escaped code outside the anchors";
