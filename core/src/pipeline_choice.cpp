@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 #include "zb_cpu.h"
+#include "zb_parallel_tasks.h"
 #include "zb_sample.h"
 #include "zb_scratch.h"
 #include "zb_stage_clock.h"
@@ -11,9 +12,12 @@
 namespace zb {
 namespace {
 
-// The choice's sample (T values, as bytes) and the candidates' output stream, reused by the calls of a thread.
+// At most two predictors times two encoders.
+constexpr size_t kMaxCandidates = 4;
+
+// The choice's sample (T values, as bytes) and the candidates' output streams, reused by the calls of a thread.
 struct ChoiceScratch {
-    ScratchArray<uint8_t> sample, out;
+    ScratchArray<uint8_t> sample, out[kMaxCandidates];
 };
 thread_local ChoiceScratch t_choice;
 
@@ -52,26 +56,43 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     T *sample = reinterpret_cast<T *>(t_choice.sample.get((size_t)b.n * sizeof(T)));
     gather_into(x, s, b, start, sample, snt);
     const size_t cap = raw_stream_bytes(dtype, b.n);
-    uint8_t *buf = t_choice.out.get(cap);
-    size_t best = SIZE_MAX;
-    std::string msg;
-    const StageMute mute;   // the candidates' stages are not the call's
+    struct Candidate {
+        uint8_t pred, enc;
+        zb_status status = ZB_OK;
+        size_t len = 0;
+    };
+    std::vector<Candidate> cands;
     for (uint8_t pc : preds)
-        for (uint8_t ec : encs) {
-            size_t len = 0;
-            const zb_status st =
-                is_v1_pipeline(pc, ec)
-                    ? cpu_compress(sp, dtype, sample, b, buf, cap, &len, snt, msg)
-                    : cpu_compress_v2(sp, pc, ec, dtype, sample, b, buf, cap, &len, snt, msg, false);
-            // Out of memory must fail the call: skipping the candidate would make the bytes depend on the
-            // memory state (invariant 4). Other failures of a sample only rule the candidate out.
-            if (st == ZB_ERR_NOMEM) throw std::bad_alloc();
-            if (st == ZB_OK && len < best) {  // strictly smaller: ties keep the earlier, faster candidate
-                best = len;
-                pred = pc;
-                enc = ec;
-            }
+        for (uint8_t ec : encs) cands.push_back({pc, ec});
+    const StageMute mute;   // the candidates' stages are not the call's
+    auto run = [&](Candidate &c, uint8_t *out, int threads) {
+        std::string msg;
+        c.status = is_v1_pipeline(c.pred, c.enc)
+                       ? cpu_compress(sp, dtype, sample, b, out, cap, &c.len, threads, msg)
+                       : cpu_compress_v2(sp, c.pred, c.enc, dtype, sample, b, out, cap, &c.len, threads, msg, false);
+    };
+    if (snt == 1 && nt > 1) {
+        // A sample too small for threads of its own (under 2 kValuesPerThread values: arrays up to 4M values, a
+        // 16 MiB chunk of f32): the candidates side by side, one thread each, on threads of the caller's OpenMP
+        // team (warm, unlike threads started for the purpose, which measured no faster in session 10).
+        uint8_t *outs[kMaxCandidates];
+        for (size_t k = 0; k < cands.size(); ++k) outs[k] = t_choice.out[k].get(cap);
+        parallel_tasks((int64_t)cands.size(), nt, [&](int64_t k, int) { run(cands[(size_t)k], outs[k], 1); });
+    } else {
+        uint8_t *out = t_choice.out[0].get(cap);
+        for (Candidate &c : cands) run(c, out, snt);
+    }
+    size_t best = SIZE_MAX;
+    for (const Candidate &c : cands) {   // in order, whatever ran first
+        // Out of memory must fail the call: skipping the candidate would make the bytes depend on the memory state
+        // (invariant 4). Other failures of a sample only rule the candidate out.
+        if (c.status == ZB_ERR_NOMEM) throw std::bad_alloc();
+        if (c.status == ZB_OK && c.len < best) {   // strictly smaller: ties keep the earlier, faster candidate
+            best = c.len;
+            pred = c.pred;
+            enc = c.enc;
         }
+    }
 }
 
 }  // namespace
