@@ -20,8 +20,7 @@ Shape sample_box(const Shape &s, uint64_t target, uint64_t start[3]);
 std::vector<std::array<uint64_t, 3>> quarter_boxes(const Shape &s, uint64_t target, Shape &box);
 
 // The values of x inside the box b (from sample_box) into out (b.n values) in C order: a row along x at a time, the
-// rows on nt threads when the box is large (the pipeline choice's sample of 2^20 values: copied value by value on
-// one thread, it was most of the choice's 4 ms on the device's 16 threads).
+// rows on nt threads when the box is large (the pipeline choice's sample of up to 2^20 values).
 template <typename T>
 void gather_into(const T *x, const Shape &s, const Shape &b, const uint64_t start[3], T *out, int nt = 1) {
     const uint64_t bz = b.rank >= 3 ? b.dims[0] : 1, by = b.rank >= 2 ? b.dims[b.rank - 2] : 1, bx = b.dims[b.rank - 1];

@@ -9,6 +9,7 @@
 #include <vector>
 #include <omp.h>
 #include "zb_bytes.h"
+#include "zb_chunk_escapes.h"
 #include "zb_codes16.h"
 #include "zb_interp_cpu.h"
 #include "zb_interp_rows.h"
@@ -201,18 +202,16 @@ struct Lattice {
     }
 };
 
-// The anchor passes run over the lattice in chunks of a fixed number of points (so that nothing depends on the thread
-// count), on nt threads when there are several. Serial, they took 15 ms of a 90 ms 16-thread compression of a 2D
-// field of 256 MB (1M anchors, each at its own cache line of the array).
-constexpr int64_t kAnchorChunk = 65536;
-int64_t anchor_chunks(const Lattice &L) { return (L.size() + kAnchorChunk - 1) / kAnchorChunk; }
+// The anchor passes run over the lattice on nt threads, in chunks of kChunkValues points with escape counts
+// (zb_chunk_escapes.h). Serial, they took 15 ms of a 90 ms 16-thread compression of a 2D field of 256 MB (1M
+// anchors, each at its own cache line of the array).
 
 // The 3D prefix sums of the lattice's deltas in place (wrap-around uint32), one dim after another, on nt threads over
 // independent lines: rows for x; for y and z, the lines in blocks of kColumns neighbouring columns (whole cache lines
 // per thread).
 void lattice_prefix_sums(uint32_t *q, const Lattice &L, int nt) {
     const int64_t nz = L.n[0], ny = L.n[1], nx = L.n[2];
-    const bool parallel = L.size() > kAnchorChunk;
+    const bool parallel = (uint64_t)L.size() > kChunkValues;
     constexpr int64_t kColumns = 64;
 #pragma omp parallel for num_threads(nt) schedule(static) if (parallel)
     for (int64_t r = 0; r < nz * ny; ++r)
@@ -361,8 +360,8 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
     const QuantParams qa = make_quant_params(ip.level_eb[kInterpLevels], has_fill, fill_bits);
     CodePos pos{order};
     std::vector<uint32_t> qlat((size_t)L.size());
-    const int64_t chunks = anchor_chunks(L);
-#pragma omp parallel for num_threads(nt) schedule(static) if (chunks > 1)
+    const uint64_t anchors = (uint64_t)L.size();
+#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kChunkValues)
     for (int64_t a = 0; a < L.size(); ++a) {
         const int64_t i = L.index(d, a);
         int32_t q;
@@ -378,28 +377,22 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
         };
         return lorenzo_delta<3>(az, ay, ax, qat);
     };
+    auto anchor_code = [&](uint64_t a) -> uint16_t & { return c16[pos.anchor((int64_t)a, L.index(d, (int64_t)a))]; };
     // Codes per chunk with their escapes counted; the escapes (in lattice order) then written by their rank.
-    std::vector<uint64_t> esc_first((size_t)chunks + 1, 0);
-#pragma omp parallel for num_threads(nt) schedule(static) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
+    const std::vector<uint64_t> first = count_escapes_by_chunk(anchors, nt, [&](uint64_t a0, uint64_t a1) {
         uint64_t escaped = 0;
-        for (int64_t a = c * kAnchorChunk; a < std::min(L.size(), (c + 1) * kAnchorChunk); ++a) {
-            const int32_t delta = delta_at(a);
+        for (uint64_t a = a0; a < a1; ++a) {
+            const int32_t delta = delta_at((int64_t)a);
             const bool in_range = delta > -radius && delta < radius;
-            c16[pos.anchor(a, L.index(d, a))] = in_range ? code16(delta) : Code16T::kEscaped;
+            anchor_code(a) = in_range ? code16(delta) : Code16T::kEscaped;
             escaped += in_range ? 0 : 1;
         }
-        esc_first[(size_t)c + 1] = escaped;
-    }
-    for (int64_t c = 0; c < chunks; ++c) esc_first[(size_t)c + 1] += esc_first[(size_t)c];
+        return escaped;
+    });
     const size_t esc0 = escapes.size();
-    escapes.resize(esc0 + (size_t)esc_first.back());
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
-        uint64_t e = esc_first[(size_t)c];
-        for (int64_t a = c * kAnchorChunk; e < esc_first[(size_t)c + 1]; ++a)
-            if (c16[pos.anchor(a, L.index(d, a))] == Code16T::kEscaped) escapes[esc0 + e++] = delta_at(a);
-    }
+    escapes.resize(esc0 + (size_t)first.back());
+    for_each_escape(anchors, first, nt, [&](uint64_t a) { return anchor_code(a) == Code16T::kEscaped; },
+                    [&](uint64_t a, uint64_t e) { escapes[esc0 + e] = delta_at((int64_t)a); });
     stage_mark("anchors");
     // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order, with the row function of
     // the vector level in use.
@@ -449,39 +442,34 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
     int64_t d[3];
     view3(s, d);
     const Lattice L(d);
-    // Anchors: deltas (escapes in order: each chunk's first by a count per chunk) -> 3D prefix sums on the lattice ->
-    // values.
+    // Anchors: deltas (escaped ones from the list, by their rank: zb_chunk_escapes.h) -> 3D prefix sums on the
+    // lattice -> values.
     CodePos pos{order};
     std::vector<uint32_t> qlat((size_t)L.size());
-    const int64_t chunks = anchor_chunks(L);
-    std::vector<uint64_t> esc_first((size_t)chunks + 1, 0);
-#pragma omp parallel for num_threads(nt) schedule(static) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
+    const uint64_t anchors = (uint64_t)L.size();
+    auto anchor_delta = [&](uint64_t a) { return code32(c16[pos.anchor((int64_t)a, L.index(d, (int64_t)a))]); };
+    const std::vector<uint64_t> first = count_escapes_by_chunk(anchors, nt, [&](uint64_t a0, uint64_t a1) {
         uint64_t escaped = 0;
-        for (int64_t a = c * kAnchorChunk; a < std::min(L.size(), (c + 1) * kAnchorChunk); ++a)
-            escaped += code32(c16[pos.anchor(a, L.index(d, a))]) == kEscapedCode ? 1 : 0;
-        esc_first[(size_t)c + 1] = escaped;
-    }
-    for (int64_t c = 0; c < chunks; ++c) esc_first[(size_t)c + 1] += esc_first[(size_t)c];
-    if (esc_first.back() > nescapes) {
+        for (uint64_t a = a0; a < a1; ++a) {
+            const int32_t delta = anchor_delta(a);
+            qlat[(size_t)a] = (uint32_t)delta;   // escaped ones replaced below
+            escaped += delta == kEscapedCode ? 1 : 0;
+        }
+        return escaped;
+    });
+    if (first.back() > nescapes) {
         msg = "corrupt stream: more escaped anchors than escapes";
         return ZB_ERR_CORRUPT;
     }
-    if (esc_first.back() != nescapes) {
+    if (first.back() != nescapes) {
         msg = "corrupt stream: escape count does not match the anchors";
         return ZB_ERR_CORRUPT;
     }
-#pragma omp parallel for num_threads(nt) schedule(static) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
-        uint64_t e = esc_first[(size_t)c];
-        for (int64_t a = c * kAnchorChunk; a < std::min(L.size(), (c + 1) * kAnchorChunk); ++a) {
-            const int32_t delta = code32(c16[pos.anchor(a, L.index(d, a))]);
-            qlat[(size_t)a] = (uint32_t)(delta == kEscapedCode ? escapes[e++] : delta);
-        }
-    }
+    for_each_escape(anchors, first, nt, [&](uint64_t a) { return anchor_delta(a) == kEscapedCode; },
+                    [&](uint64_t a, uint64_t e) { qlat[(size_t)a] = (uint32_t)escapes[e]; });
     lattice_prefix_sums(qlat.data(), L, nt);
     const double twoa = 2.0 * ip.level_eb[kInterpLevels];
-#pragma omp parallel for num_threads(nt) schedule(static) if (chunks > 1)
+#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kChunkValues)
     for (int64_t a = 0; a < L.size(); ++a) {
         const int64_t i = L.index(d, a);
         if (!mask[i]) out[i] = dequantize<T>((int32_t)qlat[(size_t)a], twoa);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 #include "zb_bytes.h"
+#include "zb_chunk_escapes.h"
 #include "zb_codes16.h"
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
@@ -39,39 +40,6 @@ thread_local V2Scratch t_v2;
 zb_status corrupt(std::string &msg, const std::string &why) {
     msg = "corrupt stream: " + why;
     return ZB_ERR_CORRUPT;
-}
-
-// Work split into chunks of a fixed number of values, not one per thread, so that nothing depends on the thread
-// count. Escaped codes (their values are stored in index order) are found chunk by chunk: a first parallel pass
-// counts the escapes of each chunk (fused with the pass that writes the codes), a prefix sum gives each chunk's
-// first escape, and a second parallel pass visits only the chunks that have any.
-constexpr uint64_t kChunkValues = uint64_t(1) << 16;
-
-// Runs count(i0, i1) on every chunk [i0, i1) of [0, n) (`chunk` values each) in parallel; count returns the escapes
-// in its chunk. Returns first, with first[c] the escapes before chunk c and first.back() their total.
-template <typename F>
-std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, int nt, F count, uint64_t chunk = kChunkValues) {
-    const int64_t chunks = (int64_t)div_up(n, chunk);
-    std::vector<uint64_t> first((size_t)chunks + 1, 0);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t c = 0; c < chunks; ++c)
-        first[(size_t)c + 1] = count((uint64_t)c * chunk, std::min(n, (uint64_t)(c + 1) * chunk));
-    for (int64_t c = 0; c < chunks; ++c) first[(size_t)c + 1] += first[(size_t)c];
-    return first;
-}
-
-// Calls f(i, e) for every index i where escaped(i), e its rank among the escapes (from count_escapes_by_chunk).
-template <typename IsEscaped, typename F>
-void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsEscaped escaped, F f) {
-    const int64_t chunks = (int64_t)first.size() - 1;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
-    for (int64_t c = 0; c < chunks; ++c) {
-        if (first[(size_t)c + 1] == first[(size_t)c]) continue;
-        uint64_t e = first[(size_t)c];
-        const uint64_t i1 = std::min(n, (uint64_t)(c + 1) * kChunkValues);
-        for (uint64_t i = (uint64_t)c * kChunkValues; i < i1; ++i)
-            if (escaped(i)) f(i, e++);
-    }
 }
 
 // codes[i] = code_of(c16[i]) for i < count; returns how many are escaped. Selects only, and restrict pointers, so
@@ -262,7 +230,7 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
     double vmin = 0, vmax = 0;
     const bool has_range = value_range_once(known_range, h.dtype, x, n, p.has_fill, p.fill_bits, nt, vmin, vmax);
     h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    const int32_t radius = encoder == kEncRatio ? kRatioRadius : kFastRadius;
+    const int32_t radius = encoder_radius(encoder);
     stage_mark("range");
 
     // Predictor: one 16-bit code per value in the encoder's form (fast: sign-magnitude, escaped 0x8000; ratio: code + R,
@@ -355,7 +323,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     const ByteSpan params = span(0);
     const int32_t radius = (int32_t)get_u32(params.data);
     if (get_u32(params.data + 4) != 0) return corrupt(msg, "reserved parameter bytes are not zero");
-    if (radius != (h.encoder == kEncRatio ? kRatioRadius : kFastRadius)) return corrupt(msg, "bad code radius");
+    if (radius != encoder_radius(h.encoder)) return corrupt(msg, "bad code radius");
     InterpParams ip;
     std::string why;
     if (h.predictor == kPredInterp && !interp_params_read(params.data + kV2CommonParamBytes, ip, why))
