@@ -6,6 +6,7 @@ add_executable(core_tests
   core_realdata_test.cpp
   core_golden_test.cpp
   core_interp_test.cpp
+  core_interp_levels_test.cpp
   core_auto_test.cpp
   core_pwrel_test.cpp
   core_threads_test.cpp

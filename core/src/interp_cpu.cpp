@@ -1,7 +1,7 @@
 // The interp predictor on the CPU: tuning, anchors (integer Lorenzo on the lattice of multiples of 8), then levels
 // with strides 4, 2, 1, one pass per dim in the tuned order (docs/FORMAT.md "Interp predictor"). In a pass every
-// point is predicted from points of earlier passes only, so the points of a pass are independent (OpenMP here,
-// one thread per point on the GPU).
+// point is predicted from points of earlier passes only, so the points of a pass are independent (one thread per
+// point on the GPU); here a level's rows run plane by plane on OpenMP threads (zb_interp_levels.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +12,7 @@
 #include "zb_chunk_escapes.h"
 #include "zb_codes16.h"
 #include "zb_interp_cpu.h"
+#include "zb_interp_levels.h"
 #include "zb_interp_rows.h"
 #include "zb_lorenzo.h"
 #include "zb_stage_clock.h"
@@ -30,79 +31,9 @@ double interp_alpha(double eps) {
 
 namespace {
 
-Pass make_pass(const InterpParams &ip, const int64_t d[3], int64_t s, int i) {
-    Pass p;
-    p.dim = ip.order[i];
-    for (int j = 0; j < 3; ++j) {
-        const int dj = ip.order[j];
-        p.start[dj] = j == i ? s : 0;
-        p.step[dj] = j < i ? s : 2 * s;
-    }
-    for (int k = 0; k < 3; ++k)
-        p.count[k] = d[k] > p.start[k] ? (d[k] - 1 - p.start[k]) / p.step[k] + 1 : 0;
-    return p;
-}
-
-int64_t pass_points(const Pass &p) { return p.count[0] * p.count[1] * p.count[2]; }
-
 // ZBOUND_CPU_TIMING's names of the levels (index: log2 of the stride).
 constexpr const char *kLevelStage[] = {"stride1", "stride2", "stride4"};
 static_assert(sizeof(kLevelStage) / sizeof(kLevelStage[0]) == kInterpLevels, "a name per level");
-
-// What one thread has for the rows of a pass: buffers for a row's predictions (doubles) and its int32 codes, and a
-// count the rows may add to (the decoder's escaped codes), private to the thread: a shared array of counters, one
-// per thread, written row after row, made the 16-thread decoder's last level 2.4x slower (false sharing).
-struct RowScratch {
-    double *pred;
-    int32_t *codes;
-    uint64_t count;
-};
-
-// The first address at or after p on a 64-byte boundary (p points into an array with 64 bytes to spare).
-template <typename T> T *line_aligned(T *p) {
-    return reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
-}
-
-// The threads for a pass of `points` points in `rows` rows: one per kRowPointsPerThread points (at most one per row)
-// once the pass has more than min_points points, else one. The encoder's work per point is worth threads from 8192
-// points on: passes of up to 65536 points ran on one thread, which in an array of 2^20 values (a 4 MiB chunk, the
-// pipeline choice's sample) left six of its nine passes serial (device, 16 threads, interp/ratio compression of 4 MB:
-// 617-889 -> 1279-1548 MB/s). The decoder's, about 5x lighter, is not (the same with its small passes on threads:
-// decompression 3520-4282 -> 2762-3357 MB/s): it keeps min_points 65536.
-constexpr int64_t kRowPointsPerThread = 4096;
-constexpr int64_t kEncodeMinPoints = 8192, kDecodeMinPoints = 65536;
-int pass_threads(int64_t rows, int64_t points, int nt, int64_t min_points) {
-    if (points <= min_points) return 1;
-    return (int)std::max<int64_t>(1, std::min<int64_t>({(int64_t)nt, rows, points / kRowPointsPerThread}));
-}
-
-// Calls f(z, y, row, scratch) for every row of pass p; rows are independent (OpenMP on pass_threads threads), and
-// scratch holds the calling thread's buffers of p.count[2] values. Returns the sum of the threads' counts.
-template <typename F> uint64_t for_each_row(const Pass &p, const int64_t d[3], int nt, int64_t min_points, F f) {
-    const int64_t rows = p.count[0] * p.count[1], nxp = p.count[2];
-    const int threads = pass_threads(rows, rows * nxp, nt, min_points);
-    const bool parallel = threads > 1;
-    // Allocated before the region (no throw inside it); each thread's part in whole cache lines of its own.
-    const int64_t part = (nxp + 15) / 16 * 16;
-    std::vector<double> preds((size_t)(threads * part + 8));
-    std::vector<int32_t> codes((size_t)(threads * part + 16));
-    double *pred0 = line_aligned(preds.data());
-    int32_t *codes0 = line_aligned(codes.data());
-    uint64_t total = 0;
-#pragma omp parallel num_threads(threads) if (parallel) reduction(+ : total)
-    {
-        const int t = omp_get_thread_num();
-        RowScratch scratch{pred0 + (size_t)(t * part), codes0 + (size_t)(t * part), 0};
-#pragma omp for schedule(guided)   // taken in turn: with all cores busy some run slower than others
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t z = p.start[0] + (r / p.count[1]) * p.step[0];
-            const int64_t y = p.start[1] + (r % p.count[1]) * p.step[1];
-            f(z, y, Row{lin(d, z, y, p.start[2]), p.step[2], r * nxp, nxp}, scratch);
-        }
-        total += scratch.count;
-    }
-    return total;
-}
 
 // A row's codes between the int32 form of the row functions (in the thread's buffer, hot in the cache) and the
 // encoder's 16-bit form in the code array (codes of point ix at c16[ix * step]): the int32 array of all codes and
@@ -186,6 +117,22 @@ struct CodePos {
         return c + (order == InterpCodeOrder::kPass ? base + row.k0 : row.first);
     }
     int64_t code_step(const Row &row) const { return order == InterpCodeOrder::kPass ? 1 : row.dx; }
+};
+
+// The three passes of the level with stride s and where each one's codes start: kPass order puts them one after
+// another from `base` (the first position after the earlier levels) to `end`.
+struct Level {
+    Pass p[3];
+    CodePos pos[3];
+    int64_t end;
+    Level(const InterpParams &ip, const int64_t d[3], int64_t s, InterpCodeOrder order, int64_t base) {
+        for (int i = 0; i < 3; ++i) {
+            p[i] = make_pass(ip, d, s, i);
+            pos[i] = CodePos{order, base};
+            base += pass_points(p[i]);
+        }
+        end = base;
+    }
 };
 
 // Lattice of anchors: dims and the linear index of lattice point (a, b, c).
@@ -402,24 +349,26 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
     if (simd_level() >= kSimdAvx512) encode_row = encode_row_avx512<T>;
 #endif
     const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, int64_t, Code16T), narrow_row);
-    pos.base = L.size();
+    int64_t base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
         const ResidualParams rp{twoe, twoe > 0 ? 1.0 / twoe : 0.0, eb, radius, has_fill, fill_bits};
+        const Level level(ip, d, st, order, base);
+        EncodePass<T> ep[3];
         for (int i = 0; i < 3; ++i) {
-            const Pass p = make_pass(ip, d, st, i);
-            EncodePass<T> ep{{&p, d, st, ip.natural[p.dim] != 0}, x, recon, exc, rp};
-            ep.store_recon = !(l == 0 && i == 2);   // the last pass's reconstructions are never read
-            for_each_row(p, d, nt, kEncodeMinPoints, [&](int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
-                encode_row(ep, z, y, row, scratch.codes, 1, scratch.pred);
-                uint16_t *dst = pos.codes(c16, row);
-                const int64_t step = pos.code_step(row);
-                if (step == 1) narrow(scratch.codes, dst, row.count, code16);
-                else for (int64_t ix = 0; ix < row.count; ++ix) dst[ix * step] = code16(scratch.codes[ix]);
-            });
-            pos.base += pass_points(p);
+            ep[i] = EncodePass<T>{{&level.p[i], d, st, ip.natural[level.p[i].dim] != 0}, x, recon, exc, rp};
+            ep[i].store_recon = !(l == 0 && i == 2);   // the last pass's reconstructions are never read
         }
+        auto encode_one_row = [&](int i, int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
+            encode_row(ep[i], z, y, row, scratch.codes, 1, scratch.pred);
+            uint16_t *dst = level.pos[i].codes(c16, row);
+            const int64_t step = level.pos[i].code_step(row);
+            if (step == 1) narrow(scratch.codes, dst, row.count, code16);
+            else for (int64_t ix = 0; ix < row.count; ++ix) dst[ix * step] = code16(scratch.codes[ix]);
+        };
+        for_each_level_row(level.p, d, st, nt, kEncodeMinPoints, encode_one_row);
+        base = level.end;
         stage_mark(kLevelStage[l]);
     }
 }
@@ -484,34 +433,34 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
     // The codes are in (-radius, radius) by their 16-bit form; escaped ones may be anchors only (checked above), so
     // the rows count theirs.
     const auto widen = ZB_SIMD_PICK(uint32_t (*)(const uint16_t *, int32_t *, int64_t, Code32T), widen_row);
-    pos.base = L.size();
+    int64_t base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
         const int64_t st = (int64_t)1 << l;
         const double twoe = 2.0 * ip.level_eb[l];
-        for (int i = 0; i < 3; ++i) {
-            const Pass p = make_pass(ip, d, st, i);
-            const DecodePass<T> dp{{&p, d, st, ip.natural[p.dim] != 0}, out, mask, twoe};
-            auto decode_one_row = [&](int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
-                const uint16_t *src = pos.codes(c16, row);
-                const int64_t step = pos.code_step(row);
-                uint64_t escaped = 0;
-                if (step == 1) {
-                    escaped = widen(src, scratch.codes, row.count, code32);
-                } else {
-                    for (int64_t ix = 0; ix < row.count; ++ix) {
-                        scratch.codes[ix] = code32(src[ix * step]);
-                        escaped += scratch.codes[ix] == kEscapedCode ? 1 : 0;
-                    }
+        const Level level(ip, d, st, order, base);
+        DecodePass<T> dp[3];
+        for (int i = 0; i < 3; ++i)
+            dp[i] = DecodePass<T>{{&level.p[i], d, st, ip.natural[level.p[i].dim] != 0}, out, mask, twoe};
+        auto decode_one_row = [&](int i, int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
+            const uint16_t *src = level.pos[i].codes(c16, row);
+            const int64_t step = level.pos[i].code_step(row);
+            uint64_t escaped = 0;
+            if (step == 1) {
+                escaped = widen(src, scratch.codes, row.count, code32);
+            } else {
+                for (int64_t ix = 0; ix < row.count; ++ix) {
+                    scratch.codes[ix] = code32(src[ix * step]);
+                    escaped += scratch.codes[ix] == kEscapedCode ? 1 : 0;
                 }
-                scratch.count += escaped;
-                decode_row(dp, z, y, row, scratch.codes, 1, scratch.pred);
-            };
-            const uint64_t stray_escapes = for_each_row(p, d, nt, kDecodeMinPoints, decode_one_row);
-            pos.base += pass_points(p);
-            if (stray_escapes) {
-                msg = "corrupt stream: an escaped code outside the anchors";
-                return ZB_ERR_CORRUPT;
             }
+            scratch.count += escaped;
+            decode_row(dp[i], z, y, row, scratch.codes, 1, scratch.pred);
+        };
+        const uint64_t stray_escapes = for_each_level_row(level.p, d, st, nt, kDecodeMinPoints, decode_one_row);
+        base = level.end;
+        if (stray_escapes) {
+            msg = "corrupt stream: an escaped code outside the anchors";
+            return ZB_ERR_CORRUPT;
         }
         stage_mark(kLevelStage[l]);
     }
