@@ -289,6 +289,24 @@ TEST(RatioCpu, InvalidArguments) {
     EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 1024, 1, seg, nullptr, msg), ZB_ERR_INVALID_ARG);
     EXPECT_NE(msg.find("1024"), std::string::npos);
     EXPECT_TRUE(seg.empty());
+    // Out of the alphabet anywhere (first symbol, inside a range, the last partial 64-symbol word), on any thread,
+    // with and without a run symbol: an error naming the symbol, not a count out of bounds (ASan would see it).
+    std::vector<uint16_t> big(3 * 4096 * 5 + 37, 7);
+    for (uint64_t at : {uint64_t(0), uint64_t(30001), uint64_t(big.size() - 3)}) {
+        for (int threads : {1, 3}) {
+            for (uint32_t run_symbol : {zb::kRatioNoRunSymbol, uint32_t(7)}) {
+                std::vector<uint16_t> b = big;
+                b[at] = 65535;
+                zb::RatioOptions opt;
+                opt.run_symbol = run_symbol;
+                seg.clear();
+                EXPECT_EQ(zb::ratio_encode_cpu(b.data(), b.size(), 1024, threads, seg, nullptr, msg, opt),
+                          ZB_ERR_INVALID_ARG) << at;
+                EXPECT_NE(msg.find("65535"), std::string::npos) << msg;
+                EXPECT_TRUE(seg.empty());
+            }
+        }
+    }
     EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), 0, 1024, 1, seg, nullptr, msg), ZB_ERR_INVALID_ARG);
     EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 1, 1, seg, nullptr, msg), ZB_ERR_INVALID_ARG);
     EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 65537, 1, seg, nullptr, msg), ZB_ERR_INVALID_ARG);

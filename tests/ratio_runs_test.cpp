@@ -214,10 +214,17 @@ TEST(RatioRuns, TokenCountsMatchTokenizing) {
                 const uint64_t i1 = s.size();
                 std::vector<uint64_t> got(kA + zb::kRatioRunTokens, 5);   // counts are added to what is there
                 std::vector<uint32_t> scratch(4 * kA);
-                zb::ratio_token_counts(s.data(), i0, i1, lg, kA, kZ, scratch.data(), got.data());
+                uint32_t bad = 0;
+                EXPECT_TRUE(zb::ratio_token_counts(s.data(), i0, i1, lg, kA, kZ, scratch.data(), got.data(), bad));
                 std::vector<uint64_t> want = reference_token_counts(s, i0, i1, lg);
                 for (uint64_t &w : want) w += 5;
                 EXPECT_TRUE(got == want) << "p " << p << " sub-block 2^" << lg << " from " << i0;
+                // Without a run symbol: the plain histogram.
+                std::vector<uint64_t> plain(kA, 5), plain_want(kA, 5);
+                for (uint64_t i = i0; i < i1; ++i) ++plain_want[s[i]];
+                EXPECT_TRUE(zb::ratio_token_counts(s.data(), i0, i1, lg, kA, zb::kRatioNoRunSymbol, scratch.data(),
+                                                   plain.data(), bad));
+                EXPECT_TRUE(plain == plain_want) << "plain, p " << p << " sub-block 2^" << lg << " from " << i0;
             }
         }
     }

@@ -173,12 +173,13 @@ zb_status ratio_read_codebook(ByteSpan seg, uint32_t alphabet, RatioCodebook &cb
 // at least one bit), 1 with them (a run token stands for up to 4096 symbols).
 inline uint64_t ratio_length_floor(bool runs, uint64_t c) { return runs ? 1 : c; }
 
-// Adds to ht (A + kRatioRunTokens counts) the tokens of symbols [i0, i1) (i0 on a sub-block border, sub-blocks of
-// 2^sub_block_log2 symbols, run symbol z < A): what tokenizing every sub-block would count, computed without a
-// branch per symbol (a plain histogram in four tables, then the runs of z from bit masks, one step per run).
-// `scratch` holds 4 * A entries. Symbols must be below A.
-void ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int sub_block_log2, uint32_t A,
-                        uint32_t z, uint32_t *scratch, uint64_t *ht);
+// Adds to ht the tokens of symbols [i0, i1) (i0 on a sub-block border, sub-blocks of 2^sub_block_log2 symbols):
+// with a run symbol z < A (ht: A + kRatioRunTokens counts) what tokenizing every sub-block would count, else (z >= A,
+// ht: A counts) the plain histogram. One pass over 64-symbol words without a branch per symbol (counts in four
+// tables, the runs of z from bit masks, one step per run). `scratch` holds 4 * A entries. Returns false, with
+// bad_symbol set and ht partly counted, when a symbol is not below A (no table is indexed with it).
+bool ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int sub_block_log2, uint32_t A,
+                        uint32_t z, uint32_t *scratch, uint64_t *ht, uint32_t &bad_symbol);
 // The encoder's choice from the token histogram `ht` (A + kRatioRunTokens counts over all sub-blocks; n symbols;
 // run symbol z < A): fills cb (lengths, codes, s0, runs, alphabet, total_bits) for whichever stream is shorter.
 // With runs off the counts of the plain symbols are recovered from ht (z's count is n minus the others).

@@ -379,29 +379,6 @@ void plain_counts(const uint64_t *ht, uint64_t count, uint32_t A, uint32_t z, ui
     if (z < A) hp[z] = count - others;
 }
 
-}  // namespace
-
-namespace {
-
-// Plain counts of s[i0, i1) into ht (A entries) through four interleaved u32 tables (consecutive symbols often
-// repeat: one table would wait on its own increments), flushed every 2^30 symbols. h: 4 * A entries.
-void plain_histogram(const uint16_t *s, uint64_t i0, uint64_t i1, uint32_t A, uint32_t *h, uint64_t *ht) {
-    for (uint64_t c0 = i0; c0 < i1; c0 += 1ull << 30) {
-        const uint64_t c1 = std::min<uint64_t>(i1, c0 + (1ull << 30));
-        std::fill(h, h + 4 * (size_t)A, 0u);
-        uint32_t *h0 = h, *h1 = h0 + A, *h2 = h1 + A, *h3 = h2 + A;
-        uint64_t i = c0;
-        for (; i + 4 <= c1; i += 4) {
-            ++h0[s[i]];
-            ++h1[s[i + 1]];
-            ++h2[s[i + 2]];
-            ++h3[s[i + 3]];
-        }
-        for (; i < c1; ++i) ++h0[s[i]];
-        for (uint32_t v = 0; v < A; ++v) ht[v] += (uint64_t)h0[v] + h1[v] + h2[v] + h3[v];
-    }
-}
-
 // Bit k set where s[k] == z, for k < cnt <= 64.
 inline uint64_t equal_mask(const uint16_t *s, uint64_t cnt, uint32_t z) {
 #if defined(__SSE2__)
@@ -423,26 +400,58 @@ inline uint64_t equal_mask(const uint16_t *s, uint64_t cnt, uint32_t z) {
 
 }  // namespace
 
-void ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int sub_block_log2, uint32_t A,
-                        uint32_t z, uint32_t *scratch, uint64_t *ht) {
-    // Plain symbols other than z are tokens of their own; z's own count is replaced by the runs below.
-    const uint64_t z_before = ht[z];
-    plain_histogram(symbols, i0, i1, A, scratch, ht);
-    ht[z] = z_before;
-    const uint64_t S = 1ull << sub_block_log2;
-    // Runs of up to 64 are counted by length in four interleaved tables (consecutive runs often have the same
-    // length: one counter would wait on its own increments) and turned into tokens at the end.
+bool ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int sub_block_log2, uint32_t A,
+                        uint32_t z, uint32_t *scratch, uint64_t *ht, uint32_t &bad_symbol) {
+    const bool runs = z < A;
+    const uint64_t z_before = runs ? ht[z] : 0;
+    // Plain counts in four interleaved u32 tables (consecutive symbols often repeat: one table would wait on its own
+    // increments), added to ht before 2^30 symbols could overflow them.
+    uint32_t *h0 = scratch, *h1 = h0 + A, *h2 = h1 + A, *h3 = h2 + A;
+    std::fill(scratch, scratch + 4 * (size_t)A, 0u);
+    auto flush = [&] {
+        for (uint32_t v = 0; v < A; ++v) ht[v] += (uint64_t)h0[v] + h1[v] + h2[v] + h3[v];
+        std::fill(scratch, scratch + 4 * (size_t)A, 0u);
+    };
+    // z's plain count is replaced by the runs: runs of up to 64 counted by length in four interleaved tables
+    // (consecutive runs often have the same length) and turned into tokens at the end, longer ones as tokens.
     uint64_t by_length[4][65] = {};
     unsigned k = 0;
     auto emit_run = [&](uint64_t run) {
         if (run <= 64) ++by_length[k++ & 3][run];
         else ++ht[A + ratio_run_token((uint32_t)run).offset];
     };
+    const uint64_t S = 1ull << sub_block_log2;
+    uint64_t since_flush = 0;
     for (uint64_t b0 = i0; b0 < i1; b0 += S) {   // runs end at sub-block borders
         const uint64_t b1 = std::min(i1, b0 + S);
+        if (since_flush + S > (1ull << 30)) {
+            flush();
+            since_flush = 0;
+        }
+        since_flush += S;
         uint64_t run = 0;   // z's so far in the open run
         for (uint64_t w0 = b0; w0 < b1; w0 += 64) {
-            const uint64_t m = equal_mask(symbols + w0, std::min<uint64_t>(64, b1 - w0), z);
+            // One 64-symbol word, read from memory once: checked against the alphabet (before any count indexes a
+            // table with it), counted, and its runs of z found.
+            const uint16_t *w = symbols + w0;
+            const uint64_t cnt = std::min<uint64_t>(64, b1 - w0);
+            uint32_t over = 0;
+            for (uint64_t j = 0; j < cnt; ++j) over |= w[j] >= A ? 1u : 0u;
+            if (over) {
+                for (uint64_t j = 0; j < cnt; ++j)
+                    if (w[j] >= A) bad_symbol = w[j];
+                return false;
+            }
+            uint64_t j = 0;
+            for (; j + 4 <= cnt; j += 4) {
+                ++h0[w[j]];
+                ++h1[w[j + 1]];
+                ++h2[w[j + 2]];
+                ++h3[w[j + 3]];
+            }
+            for (; j < cnt; ++j) ++h0[w[j]];
+            if (!runs) continue;
+            const uint64_t m = equal_mask(w, cnt, z);
             if (m == 0) {
                 if (run) emit_run(run);
                 run = 0;
@@ -467,9 +476,14 @@ void ratio_token_counts(const uint16_t *symbols, uint64_t i0, uint64_t i1, int s
         }
         if (run) emit_run(run);
     }
-    for (uint32_t L = 1; L <= 64; ++L)
-        ht[L == 1 ? z : A + ratio_run_token(L).offset] +=
-            by_length[0][L] + by_length[1][L] + by_length[2][L] + by_length[3][L];
+    flush();
+    if (runs) {
+        ht[z] = z_before;
+        for (uint32_t L = 1; L <= 64; ++L)
+            ht[L == 1 ? z : A + ratio_run_token(L).offset] +=
+                by_length[0][L] + by_length[1][L] + by_length[2][L] + by_length[3][L];
+    }
+    return true;
 }
 
 void ratio_choose_codebook(const uint64_t *ht, uint64_t n, uint32_t A, uint32_t z, int sub_block_log2,
@@ -548,30 +562,22 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
                                                                                          : kRatioNoRunSymbol;
         const size_t AT = z < alphabet ? A + kRatioRunTokens : A;
 
-        // 1. per-range histograms (of tokens when runs are possible, ratio_token_counts; else 4 interleaved u32
-        // tables against store-to-load stalls, flushed every 2^30)
+        // 1. per-range histograms (of tokens when runs are possible, else of symbols: ratio_token_counts)
         std::vector<uint64_t> hist_t((size_t)T * AT, 0);
-        std::vector<uint16_t> max_sym((size_t)T, 0);
+        std::vector<uint32_t> bad_symbol((size_t)T, 0);   // an out-of-alphabet symbol of each range, if any
+        std::vector<uint8_t> counted((size_t)T, 0);
         std::vector<uint32_t> hist_scratch((size_t)T * 4 * A);  // none inside parallel regions
 #pragma omp parallel num_threads(T)
         {
             const int t = omp_get_thread_num();
             const uint64_t i0 = jb[(size_t)t] * S, i1 = std::min(n, jb[(size_t)t + 1] * S);
-            uint16_t mx = 0;
-            for (uint64_t i = i0; i < i1; ++i) mx = symbols[i] > mx ? symbols[i] : mx;
-            max_sym[(size_t)t] = mx;
-            uint64_t *ht = &hist_t[(size_t)t * AT];
-            uint32_t *const h = &hist_scratch[(size_t)t * 4 * A];
-            if (mx < alphabet && z < alphabet) {
-                ratio_token_counts(symbols, i0, i1, lg, alphabet, z, h, ht);
-            } else if (mx < alphabet) {
-                plain_histogram(symbols, i0, i1, alphabet, h, ht);
-            }
+            counted[(size_t)t] = ratio_token_counts(symbols, i0, i1, lg, alphabet, z, &hist_scratch[(size_t)t * 4 * A],
+                                                    &hist_t[(size_t)t * AT], bad_symbol[(size_t)t]);
         }
         for (int t = 0; t < T; ++t)
-            if (max_sym[(size_t)t] >= alphabet)
+            if (!counted[(size_t)t])
                 return fail(msg, ZB_ERR_INVALID_ARG,
-                            "ratio: symbol " + std::to_string(max_sym[(size_t)t]) + " outside the alphabet of " +
+                            "ratio: symbol " + std::to_string(bad_symbol[(size_t)t]) + " outside the alphabet of " +
                                 std::to_string(alphabet));
         std::vector<uint64_t> hist(AT, 0);
         for (int t = 0; t < T; ++t)
