@@ -26,17 +26,18 @@ std::vector<uint64_t> count_escapes_by_chunk(uint64_t n, int nt, F count, uint64
     return first;
 }
 
-// Calls f(i, e) for every index i where escaped(i), e its rank among the escapes (from count_escapes_by_chunk with
-// chunks of kChunkValues).
+// Calls f(i, e) for every index i where escaped(i), e its rank among the escapes (`first` from
+// count_escapes_by_chunk with the same chunk).
 template <typename IsEscaped, typename F>
-void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsEscaped escaped, F f) {
+void for_each_escape(uint64_t n, const std::vector<uint64_t> &first, int nt, IsEscaped escaped, F f,
+                     uint64_t chunk = kChunkValues) {
     const int64_t chunks = (int64_t)first.size() - 1;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16) if (chunks > 1)
     for (int64_t c = 0; c < chunks; ++c) {
         if (first[(size_t)c + 1] == first[(size_t)c]) continue;
         uint64_t e = first[(size_t)c];
-        const uint64_t i1 = std::min(n, (uint64_t)(c + 1) * kChunkValues);
-        for (uint64_t i = (uint64_t)c * kChunkValues; i < i1; ++i)
+        const uint64_t i1 = std::min(n, (uint64_t)(c + 1) * chunk);
+        for (uint64_t i = (uint64_t)c * chunk; i < i1; ++i)
             if (escaped(i)) f(i, e++);
     }
 }

@@ -20,8 +20,8 @@ void interp_encode_cpu(const T *x, const Shape &s, const InterpParams &ip, Inter
                        uint8_t encoder, int has_fill, uint64_t fill_bits, uint16_t *c16, uint8_t *exc, T *recon,
                        std::vector<int32_t> &escapes, int nt);
 
-// Inverse: `out` holds the exception values and mask[i] = 1 marks them (decode_exceptions did both); the other
-// values are reconstructed from the 16-bit codes of `encoder`. Validates the escapes: escaped codes only at anchors,
+// Inverse: `out` holds the exception values and mask[i] = 1 marks them (decode_exceptions did both; mask may be null
+// when there are none); the other values are reconstructed from the 16-bit codes of `encoder`. Validates the escapes: escaped codes only at anchors,
 // as many as the escape list holds (the 16-bit forms hold no other code out of range).
 template <typename T>
 zb_status interp_decode_cpu(const Shape &s, const InterpParams &ip, InterpCodeOrder order, uint8_t encoder,

@@ -187,7 +187,7 @@ template <typename T> struct EncodePass {
 };
 
 // One pass of the decoder: predictions from out, then the values of the regular points (mask[i] = 1 marks the
-// exceptions, whose values decode_exceptions already wrote).
+// exceptions, whose values decode_exceptions already wrote; no mask when the stream has no exceptions).
 template <typename T> struct DecodePass {
     PassGeometry g;
     T *out;
@@ -210,7 +210,7 @@ template <typename T> ZB_ALWAYS_INLINE int32_t encode_point(const EncodePass<T> 
 }
 template <typename T>
 ZB_ALWAYS_INLINE void decode_point(const DecodePass<T> &dp, int64_t idx, double pred, int32_t code) {
-    if (!dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, code, dp.twoe);
+    if (!dp.mask || !dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, code, dp.twoe);
 }
 
 // What the vector rows' bodies share: where the row's points and codes are (codes of point ix at

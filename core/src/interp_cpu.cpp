@@ -102,7 +102,7 @@ void decode_row_base(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &r
                      int64_t code_step, double *) {
     auto body = sink_row<false>([&](int64_t ix, double pred) {
         const int64_t idx = row.first + ix * row.dx;
-        if (!dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, codes[ix * code_step], dp.twoe);
+        if (!dp.mask || !dp.mask[idx]) dp.out[idx] = dequantize_residual<T>(pred, codes[ix * code_step], dp.twoe);
     });
     walk_row(dp.g, dp.out, z, y, row, body);
 }
@@ -149,9 +149,11 @@ struct Lattice {
     }
 };
 
-// The anchor passes run over the lattice on nt threads, in chunks of kChunkValues points with escape counts
+// The anchor passes run over the lattice on nt threads, in chunks of kAnchorChunk points with escape counts
 // (zb_chunk_escapes.h). Serial, they took 15 ms of a 90 ms 16-thread compression of a 2D field of 256 MB (1M
-// anchors, each at its own cache line of the array).
+// anchors, each at its own cache line of the array). Chunks smaller than kChunkValues: a 3D field of 256 MB has
+// 131072 anchors, which chunks of 65536 gave to two threads (16 threads: 1.7 ms, 3x one thread).
+constexpr uint64_t kAnchorChunk = 4096;
 
 // The 3D prefix sums of the lattice's deltas in place (wrap-around uint32), one dim after another, on nt threads over
 // independent lines: rows for x; for y and z, the lines in blocks of kColumns neighbouring columns (whole cache lines
@@ -308,7 +310,7 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
     CodePos pos{order};
     std::vector<uint32_t> qlat((size_t)L.size());
     const uint64_t anchors = (uint64_t)L.size();
-#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kChunkValues)
+#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kAnchorChunk)
     for (int64_t a = 0; a < L.size(); ++a) {
         const int64_t i = L.index(d, a);
         int32_t q;
@@ -335,11 +337,11 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
             escaped += in_range ? 0 : 1;
         }
         return escaped;
-    });
+    }, kAnchorChunk);
     const size_t esc0 = escapes.size();
     escapes.resize(esc0 + (size_t)first.back());
     for_each_escape(anchors, first, nt, [&](uint64_t a) { return anchor_code(a) == Code16T::kEscaped; },
-                    [&](uint64_t a, uint64_t e) { escapes[esc0 + e] = delta_at((int64_t)a); });
+                    [&](uint64_t a, uint64_t e) { escapes[esc0 + e] = delta_at((int64_t)a); }, kAnchorChunk);
     stage_mark("anchors");
     // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order, with the row function of
     // the vector level in use.
@@ -405,7 +407,7 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
             escaped += delta == kEscapedCode ? 1 : 0;
         }
         return escaped;
-    });
+    }, kAnchorChunk);
     if (first.back() > nescapes) {
         msg = "corrupt stream: more escaped anchors than escapes";
         return ZB_ERR_CORRUPT;
@@ -415,13 +417,13 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
         return ZB_ERR_CORRUPT;
     }
     for_each_escape(anchors, first, nt, [&](uint64_t a) { return anchor_delta(a) == kEscapedCode; },
-                    [&](uint64_t a, uint64_t e) { qlat[(size_t)a] = (uint32_t)escapes[e]; });
+                    [&](uint64_t a, uint64_t e) { qlat[(size_t)a] = (uint32_t)escapes[e]; }, kAnchorChunk);
     lattice_prefix_sums(qlat.data(), L, nt);
     const double twoa = 2.0 * ip.level_eb[kInterpLevels];
-#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kChunkValues)
+#pragma omp parallel for num_threads(nt) schedule(static) if (anchors > kAnchorChunk)
     for (int64_t a = 0; a < L.size(); ++a) {
         const int64_t i = L.index(d, a);
-        if (!mask[i]) out[i] = dequantize<T>((int32_t)qlat[(size_t)a], twoa);
+        if (!mask || !mask[i]) out[i] = dequantize<T>((int32_t)qlat[(size_t)a], twoa);
     }
     stage_mark("anchors");
     // Levels, as the encoder ran them.

@@ -269,7 +269,9 @@ public:
         // decode_exceptions marked one) by a multiply that moves bit 0 of byte k to bit 24 + k without carries
         // (no pext: AMD cores before Zen 3 run it in microcode).
         int keep;
-        if (dx == 2 && more) {   // the even bytes of eight: byte 2k's bit 0 to bit 56 + k
+        if (!dp_.mask) {   // no exceptions in the stream
+            keep = 0xf;
+        } else if (dx == 2 && more) {   // the even bytes of eight: byte 2k's bit 0 to bit 56 + k
             uint64_t m8;
             std::memcpy(&m8, dp_.mask + i, 8);
             keep = (int)((((~m8) & 0x0001000100010001ull) * 0x0100020004000800ull) >> 56);

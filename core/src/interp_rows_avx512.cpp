@@ -259,7 +259,9 @@ public:
         rounded(_mm512_add_pd(p, _mm512_mul_pd(_mm512_cvtepi32_pd(q), _mm512_set1_pd(dp_.twoe))), v);
         const __m128i zero = _mm_setzero_si128();
         __mmask8 keep;
-        if (dx == 1) {
+        if (!dp_.mask) {   // no exceptions in the stream
+            keep = m;
+        } else if (dx == 1) {
             keep = (__mmask8)_mm_mask_cmpeq_epi8_mask(m, _mm_maskz_loadu_epi8(m, dp_.mask + i), zero);
         } else if (dx == 2) {
             const __mmask16 even = (__mmask16)even_bits(m);

@@ -362,11 +362,14 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     std::vector<int32_t> escapes((size_t)h.escapes);
     if (h.escapes) std::memcpy(escapes.data(), span(ex0 - 1).data, (size_t)h.escapes * 4);
     if (h.predictor == kPredInterp) {
-        // Exceptions first: the predictor needs their exact values and positions.
-        uint8_t *mask = t_v2.exc.get((size_t)n);
+        // Exceptions first: the predictor needs their exact values and positions. Without exceptions no mask (a
+        // pass writing n bytes here and the predictor's reads of them: 16 threads, 256 MB of f32, about 3 ms of 40).
+        uint8_t *mask = h.exceptions ? t_v2.exc.get((size_t)n) : nullptr;
+        if (mask) {
 #pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
-            std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
+            for (int64_t c = 0; c < (int64_t)div_up(n, kChunkValues); ++c)
+                std::memset(mask + c * kChunkValues, 0, (size_t)std::min(kChunkValues, n - c * kChunkValues));
+        }
         stage_mark("mask");
         if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, mask, msg, nt)) return ZB_ERR_CORRUPT;
         stage_mark("exceptions");
