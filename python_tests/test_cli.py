@@ -133,6 +133,22 @@ def test_file_round_trip_holds_bound(tmp_path, fields, name, rel):
     if info["predictor"] == "lorenzo" and info["encoder"] == "fast" and lorenzo_segment_count(arr.shape) > 1:
         base = 6
     assert info["format_version"] in ((base, 4) if info["encoder"] == "ratio" else (base,))
+    # The predictor's details: a v6 stream's segments (section 13); the interp parameters (section 8), whose level
+    # bounds are the stream's bound divided by alpha once per level, each division as the encoder made it.
+    if base == 6:
+        assert info["lorenzo_segments"] == lorenzo_segment_count(arr.shape) > 1
+    else:
+        assert "lorenzo_segments" not in info
+    if info["predictor"] == "interp":
+        assert sorted(info["interp_dim_order"]) == ["x", "y", "z"]
+        assert len(info["interp_natural_zyx"]) == 3 and set(info["interp_natural_zyx"]) <= {"0", "1"}
+        alpha = info["interp_alpha"]
+        assert 1.0 <= alpha <= 2.0
+        e = [info[f"interp_bound_{k}"] for k in ("stride1", "stride2", "stride4", "anchors")]
+        assert e[0] == info["abs_bound"]
+        assert e[1] == e[0] / alpha and e[2] == e[1] / alpha and e[3] == e[2] / alpha
+    else:
+        assert "interp_alpha" not in info
     assert info["dtype"] == ("f64" if arr.dtype == np.float64 else "f32")
     assert info["n"] == arr.size
     assert info["decompressed_bytes"] == arr.nbytes
@@ -143,6 +159,37 @@ def test_file_round_trip_holds_bound(tmp_path, fields, name, rel):
     zb("decompress", zfile, "-o", out)
     rec = np.fromfile(out, dtype=arr.dtype.newbyteorder("<")).reshape(arr.shape)
     assert_within(arr, rec, info["abs_bound"])
+
+
+def test_info_shows_predictor_details(tmp_path, fields):
+    """`zbound info` shows a v6 stream's Lorenzo segments and an interp stream's stored parameters, in text and JSON."""
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "--predictor", "lorenzo", "--encoder", "fast",
+       "-o", tmp_path / "l.zb")
+    info = info_json(tmp_path / "l.zb")
+    # 64x128 planes: segments of ceil(2^20 / 8192) = 128 planes, 440 planes in 4 (the last 56).
+    assert (info["format_version"], info["lorenzo_segments"], info["lorenzo_segment_layers"]) == (6, 4, 128)
+    assert "4 of 128 layers (the last 56)" in zb("info", tmp_path / "l.zb").stdout
+    zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "--predictor", "interp", "--encoder", "ratio",
+       "-o", tmp_path / "i.zb")
+    info = info_json(tmp_path / "i.zb")
+    alpha, e0 = info["interp_alpha"], info["interp_bound_stride1"]
+    assert e0 == info["abs_bound"] and info["interp_bound_stride2"] == e0 / alpha
+    text = zb("info", tmp_path / "i.zb").stdout
+    order = ", ".join(info["interp_dim_order"])
+    assert f"interp dim order     {order} (3D view)" in text and "interp alpha" in text
+    assert "lorenzo segments" not in text
+    # Parameters that do not parse (the payload is not verified by info): said so, the header fields still shown.
+    data = bytearray((tmp_path / "i.zb").read_bytes())
+    perm = bytes("zyx".index(c) for c in info["interp_dim_order"])
+    at = data.find(b"\x03\x03" + perm)   # anchor stride log2 3, three levels, the dim order (section 8)
+    assert at > 0
+    data[at + 2] = 7
+    (tmp_path / "bad.zb").write_bytes(bytes(data))
+    text = zb("info", tmp_path / "bad.zb").stdout
+    assert "interp parameters    unreadable: bad interp dim order" in text and "predictor            interp" in text
+    assert "interp_alpha" not in info_json(tmp_path / "bad.zb")
 
 
 @pytest.mark.parametrize("eb", [0.0, 1e-6, 0.05, 1.0])
