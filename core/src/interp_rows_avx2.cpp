@@ -68,12 +68,15 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE __m128i lanes32(int bits) {
 }
 
 // Stores the lanes whose bit is set in `keep` (4 bits) to v[0], v[dx], v[2 dx], v[3 dx]. Contiguous, and with dx == 2
-// when `wide` says that v[7] exists and will not be loaded soon (a load overlapping a recent masked store waits for
-// it), as one masked vector store that leaves the other values alone; else one by one.
+// when `wide` says that v[7] exists: the values v[0 .. 3] or v[0 .. 7] loaded, the kept lanes blended in and the
+// vector stored, which writes the others (values in between, points not kept) back unchanged. A masked store
+// (VMASKMOVPS) instead cost the AMD EPYC of the 2-core VM about as much as the rest of the decoder's row: one-thread
+// decoding of the last level 66-67 -> 46-48 ms for 64 MB (TREFHT, interp/ratio). The values written back belong to
+// the same row, which one thread owns while the pass runs (zb_interp_levels.h); a thread that reads them meanwhile
+// (a neighbour plane's pass along the plane dim) reads the same bytes either way. Else one by one.
 ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(float *v, int64_t dx, bool wide, __m128 lanes, int keep) {
     if (dx == 1) {
-        if (keep == 0xf) _mm_storeu_ps(v, lanes);
-        else _mm_maskstore_ps(v, lanes32(keep), lanes);
+        _mm_storeu_ps(v, keep == 0xf ? lanes : _mm_blendv_ps(_mm_loadu_ps(v), lanes, _mm_castsi128_ps(lanes32(keep))));
         return;
     }
     if (dx == 2 && wide) {
@@ -81,7 +84,8 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(float *v, int64_t dx, bool wi
                                                        _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
         const __m256i bit = _mm256_setr_epi32(1, 0, 2, 0, 4, 0, 8, 0);
         const __m256i want = _mm256_setr_epi32(1, -1, 2, -1, 4, -1, 8, -1);
-        _mm256_maskstore_ps(v, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(keep), bit), want), spread);
+        const __m256i take = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(keep), bit), want);
+        _mm256_storeu_ps(v, _mm256_blendv_ps(_mm256_loadu_ps(v), spread, _mm256_castsi256_ps(take)));
         return;
     }
     alignas(16) float lane[4];
@@ -92,16 +96,19 @@ ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(float *v, int64_t dx, bool wi
 ZB_TARGET_AVX2 ZB_ALWAYS_INLINE void store4_masked(double *v, int64_t dx, bool wide, __m256d lanes, int keep) {
     const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
     if (dx == 1) {
-        if (keep == 0xf) _mm256_storeu_pd(v, lanes);
-        else _mm256_maskstore_pd(v, _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep), bit), bit), lanes);
+        const __m256i take64 = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep), bit), bit);
+        const __m256d take = _mm256_castsi256_pd(take64);
+        _mm256_storeu_pd(v, keep == 0xf ? lanes : _mm256_blendv_pd(_mm256_loadu_pd(v), lanes, take));
         return;
     }
     if (dx == 2 && wide) {   // (l0 l0 l1 l1) to v[0 .. 3] and (l2 l2 l3 l3) to v[4 .. 7], the even lanes kept
         const __m256i even = _mm256_setr_epi64x(1, 0, 2, 0), want = _mm256_setr_epi64x(1, -1, 2, -1);
         const __m256i lo = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep & 3), even), want);
         const __m256i hi = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(keep >> 2), even), want);
-        _mm256_maskstore_pd(v, lo, _mm256_permute4x64_pd(lanes, 0x50));
-        _mm256_maskstore_pd(v + 4, hi, _mm256_permute4x64_pd(lanes, 0xfa));
+        _mm256_storeu_pd(v, _mm256_blendv_pd(_mm256_loadu_pd(v), _mm256_permute4x64_pd(lanes, 0x50),
+                                             _mm256_castsi256_pd(lo)));
+        _mm256_storeu_pd(v + 4, _mm256_blendv_pd(_mm256_loadu_pd(v + 4), _mm256_permute4x64_pd(lanes, 0xfa),
+                                                 _mm256_castsi256_pd(hi)));
         return;
     }
     alignas(32) double lane[4];
