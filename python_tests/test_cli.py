@@ -282,6 +282,24 @@ def test_cpu_timing_prints_the_stages_of_each_call(tmp_path, fields):
     assert "zbound cpu" not in p.stderr
 
 
+def test_decompress_threads_option_is_the_calls(tmp_path, fields):
+    """`zbound decompress --threads N` decodes on N threads whatever ZBOUND_THREADS says (the stage line names the
+    count), and gives the same values as without it."""
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    stream = tmp_path / "t.zb"
+    zb("compress", raw, *raw_opts(arr), "--rel", 1e-3, "--backend", "cpu", "-o", stream)
+    outs = []
+    for extra, expect in (([], "1 threads"), (["--threads", 3], "3 threads")):
+        out = tmp_path / f"back{len(outs)}.raw"
+        p = zb("decompress", stream, "-o", out, "--backend", "cpu", *extra,
+               env={"ZBOUND_CPU_TIMING": "1", "ZBOUND_THREADS": "1"})
+        heads = [line.partition(":")[0] for line in p.stderr.splitlines() if line.startswith("zbound cpu decompress")]
+        assert heads == [f"zbound cpu decompress {expect}"], p.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
 # ---------------------------------------------------------------- bench
 
 REQUIRED_BENCH_KEYS = {"ratio", "psnr", "max_abs_error", "abs_bound", "compress_gbps", "decompress_gbps",

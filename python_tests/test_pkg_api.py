@@ -198,6 +198,30 @@ def test_threads_compress_in_parallel():
         assert_within(a, r, 1e-3)
 
 
+def test_decompress_threads_are_the_calls():
+    """decompress(threads=N) decodes on N threads whatever ZBOUND_THREADS says (the library's ZBOUND_CPU_TIMING
+    line names the count of each call), threads=0 takes ZBOUND_THREADS, the values are the same, and a negative
+    count is the library's invalid-argument error."""
+    code = (
+        "import numpy as np, zbound\n"
+        "z, y, x = np.mgrid[0:40, 0:60, 0:70]\n"
+        "a = (np.sin(x / 9.0) * np.cos(y / 7.0) + z / 40.0).astype('f4')\n"
+        "b = zbound.compress(a, abs=1e-3, predictor='interp', encoder='ratio', threads=1)\n"
+        "outs = [zbound.decompress(b, shape=a.shape, threads=t) for t in (3, 1, 0)]\n"
+        "assert all(np.array_equal(o.view('u4'), outs[0].view('u4')) for o in outs)\n"
+        "assert np.abs(outs[0].astype('f8') - a).max() <= 1e-3\n"
+        "try:\n"
+        "    zbound.decompress(b, threads=-1)\n"
+        "except zbound.ZboundError as e:\n"
+        "    assert 'threads' in str(e), str(e)\n"
+        "else:\n"
+        "    raise AssertionError('threads=-1 accepted')\n")
+    p = python(code, env=pkg_env(ZBOUND_CPU_TIMING=1, ZBOUND_THREADS=2))
+    calls = [line.split(":")[0] for line in p.stderr.splitlines() if line.startswith("zbound cpu decompress")]
+    assert calls == ["zbound cpu decompress 3 threads", "zbound cpu decompress 1 threads",
+                     "zbound cpu decompress 2 threads"], p.stderr[-2000:]
+
+
 class _FakeDeviceArray:
     """Quacks like a device array (__cuda_array_interface__) without a GPU; its pointer is never dereferenced."""
 

@@ -96,9 +96,29 @@ def test_read_chunks_equals_h5py_read(tmp_path):
         got = zbound.read_chunks(f["x"])
         out = np.empty((80, 50), "f8")
         assert zbound.read_chunks(f["x"], out=out) is out
+        by_threads = [zbound.read_chunks(f["x"], threads=t) for t in (1, 3, 64)]
     assert np.array_equal(uint_view(expected), uint_view(got))
     assert np.array_equal(uint_view(got), uint_view(out))
+    for t in by_threads:
+        assert np.array_equal(uint_view(got), uint_view(t))
     assert np.all(got[48:64] == -5.5) and np.array_equal(got[64:80, 25:], raw_chunk)
+
+
+def test_read_chunks_reports_a_corrupt_chunk(tmp_path):
+    """A damaged stream among many chunks decoded at once: read_chunks raises the library's error for it (no hang,
+    no partial result returned)."""
+    a = _field((64, 40), "f4", seed=5)
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        ds = f.create_dataset("x", shape=a.shape, dtype=a.dtype, chunks=(8, 40), **zbound.Filter(abs=1e-3))
+        zbound.write_chunks(ds, a)
+        mask, good = ds.id.read_direct_chunk((24, 0))
+        bad = bytearray(good)
+        bad[len(bad) // 2] ^= 0x5A
+        ds.id.write_direct_chunk((24, 0), bytes(bad), filter_mask=mask)
+    with h5py.File(tmp_path / "c.h5", "r") as f:
+        for t in (1, 4):
+            with pytest.raises(zbound.ZboundError):
+                zbound.read_chunks(f["x"], threads=t)
 
 
 def test_refusals(tmp_path):

@@ -1,8 +1,9 @@
 // Output independent of the thread count (DESIGN invariant; issue 7 criterion 4): for every v2 pipeline and the fast
 // one, f32 and f64, ranks 1-3, the stream is byte-identical for 1, 2, 3 and 16 compression threads and the decoded
-// array bit-identical for 1, 2, 3 and 16 decompression threads. The arrays are large enough (several 64K-value
-// chunks, a 1D row longer than two chunks) that the parallel paths run, and contain escapes and exceptions (NaN,
-// a fill value), whose positions and values are found chunk by chunk.
+// array bit-identical for 1, 2, 3 and 16 decompression threads (zb_decompress_threads, and ZBOUND_THREADS for
+// zb_decompress). The arrays are large enough (several 64K-value chunks, a 1D row longer than two chunks) that the
+// parallel paths run, and contain escapes and exceptions (NaN, a fill value), whose positions and values are found
+// chunk by chunk.
 #include <gtest/gtest.h>
 #include <cmath>
 #include <cstdlib>
@@ -16,7 +17,7 @@ using Dims = std::vector<size_t>;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 16};
 
-// ZBOUND_THREADS for the lifetime of the object (decompression has no thread parameter).
+// ZBOUND_THREADS for the lifetime of the object (what zb_decompress uses, and zb_decompress_threads with 0).
 struct ThreadsEnv : zbt::ScopedEnv {
     explicit ThreadsEnv(int t) : zbt::ScopedEnv("ZBOUND_THREADS", std::to_string(t).c_str()) {}
 };
@@ -56,18 +57,21 @@ template <typename T> void check_pipeline(zb_predictor pred, zb_encoder enc, con
     EXPECT_GT(info.exceptions, 100u) << what;
 
     std::vector<T> ref(data.size());
-    {
-        ThreadsEnv env(1);
-        ASSERT_EQ(zbt::decompress(first, ref), ZB_OK) << what;
-    }
+    ASSERT_EQ(zbt::decompress(first, ref, ZB_BACKEND_CPU, 1), ZB_OK) << what;
     EXPECT_EQ(zbt::count_violations(data, ref, 1e-3, true, (T)-9999.0), 0u) << what;
-    for (int t : kThreadCounts) {
-        ThreadsEnv env(t);
-        std::vector<T> out(data.size());
-        ASSERT_EQ(zbt::decompress(first, out), ZB_OK) << what;
+    auto expect_same = [&](const std::vector<T> &out, const std::string &how) {
         size_t differ = 0;
         for (size_t i = 0; i < out.size(); ++i) differ += zbt::bits(out[i]) != zbt::bits(ref[i]);
-        EXPECT_EQ(differ, 0u) << what << ", " << t << " decompression threads";
+        EXPECT_EQ(differ, 0u) << what << ", " << how;
+    };
+    for (int t : kThreadCounts) {   // the call's parameter, and ZBOUND_THREADS for zb_decompress
+        std::vector<T> out(data.size());
+        ASSERT_EQ(zbt::decompress(first, out, ZB_BACKEND_CPU, t), ZB_OK) << what;
+        expect_same(out, std::to_string(t) + " decompression threads");
+        ThreadsEnv env(t);
+        std::vector<T> by_env(data.size());
+        ASSERT_EQ(zbt::decompress(first, by_env), ZB_OK) << what;
+        expect_same(by_env, "ZBOUND_THREADS=" + std::to_string(t));
     }
 }
 
@@ -107,9 +111,8 @@ TEST(Threads, LargeArrayAutoChoiceAndStreamedOutput) {
         ASSERT_EQ(zb_stream_info_get(first.data(), first.size(), &info), ZB_OK);
         std::vector<float> ref(data.size());
         for (int t : {1, 16}) {
-            ThreadsEnv env(t);
             std::vector<float> out(data.size());
-            ASSERT_EQ(zbt::decompress(first, out), ZB_OK);
+            ASSERT_EQ(zbt::decompress(first, out, ZB_BACKEND_CPU, t), ZB_OK);
             if (t == 1) {
                 ref = out;
                 EXPECT_EQ(zbt::count_violations(data, out, info.abs_bound, true, -9999.0f), 0u) << "predictor " << pred;
@@ -120,6 +123,20 @@ TEST(Threads, LargeArrayAutoChoiceAndStreamedOutput) {
             EXPECT_EQ(differ, 0u) << "predictor " << pred << ", 16 decompression threads";
         }
     }
+}
+
+// zb_decompress_threads refuses a negative count, naming it, and writes nothing.
+TEST(Threads, DecompressRefusesNegativeThreads) {
+    const Dims dims{64, 64};
+    const std::vector<float> data = field<float>(dims, 34);
+    const zbt::Stream s = zbt::compress(data, dims, cpu_params<float>(ZB_MODE_ABS, ZB_PRED_AUTO, ZB_ENC_AUTO, 1));
+    ASSERT_EQ(s.status, ZB_OK);
+    std::vector<float> out(data.size(), 7.0f);
+    EXPECT_EQ(zb_decompress_threads(s.bytes.data(), s.bytes.size(), out.data(), out.size() * 4, ZB_BACKEND_CPU, -1,
+                                    nullptr),
+              ZB_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(zb_last_error()).find("threads"), std::string::npos) << zb_last_error();
+    for (float v : out) ASSERT_EQ(v, 7.0f);
 }
 
 }  // namespace

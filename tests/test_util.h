@@ -89,9 +89,13 @@ Stream compress(const std::vector<T> &data, const std::vector<size_t> &dims, con
     return s;
 }
 
+// threads 0: ZBOUND_THREADS or all cores (zb_decompress); else zb_decompress_threads on that many.
 template <typename T> zb_status decompress(const std::vector<uint8_t> &stream, std::vector<T> &out,
-                                           zb_backend backend = ZB_BACKEND_CPU) {
-    return zb_decompress(stream.data(), stream.size(), out.data(), out.size() * sizeof(T), backend, nullptr);
+                                           zb_backend backend = ZB_BACKEND_CPU, int threads = 0) {
+    if (threads == 0)
+        return zb_decompress(stream.data(), stream.size(), out.data(), out.size() * sizeof(T), backend, nullptr);
+    return zb_decompress_threads(stream.data(), stream.size(), out.data(), out.size() * sizeof(T), backend, threads,
+                                 nullptr);
 }
 
 inline double abs_bound_of(const std::vector<uint8_t> &stream) {

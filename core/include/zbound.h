@@ -123,9 +123,16 @@ ZB_API zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void
 /** Read a stream's header (validates the header checksum, not the payload). */
 ZB_API zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *info);
 
-/** Decompress a stream into a host buffer of at least info.decompressed_bytes bytes. */
+/** Decompress a stream into a host buffer of at least info.decompressed_bytes bytes, on ZBOUND_THREADS or all
+ *  cores when it decodes on the CPU (zb_decompress_threads(..., 0, ...)). */
 ZB_API zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_capacity,
                                zb_backend backend, zb_run_stats *stats);
+
+/** zb_decompress on `threads` CPU threads (0: ZBOUND_THREADS or all cores, as zb_params.threads; < 0 is
+ *  ZB_ERR_INVALID_ARG). The values written do not depend on it. Applications that decode many chunks at once
+ *  (one chunk per thread of their own) pass 1, so that the calls do not each start a team of every core. */
+ZB_API zb_status zb_decompress_threads(const void *src, size_t src_len, void *dst, size_t dst_capacity,
+                                       zb_backend backend, int threads, zb_run_stats *stats);
 
 /* ---- device-pointer API (needs a CUDA build and a working GPU, else ZB_ERR_UNSUPPORTED / ZB_ERR_GPU) ---- */
 

@@ -199,22 +199,22 @@ zb_status compress_values(const zb_params *params, zb_dtype dtype, const void *s
 }
 
 zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Shape &shape, zb_run_stats *stats,
-                                bool decoding);
+                                bool decoding, int decode_threads);
 void finish_pwrel_stats(zb_run_stats *st, double t0, size_t in, size_t out);
 
 // Decompression after the argument checks (also of the inner stream of PW_REL, whose bytes the container's payload
 // checksum already covers: verify_payload false).
 zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, size_t dst_capacity,
-                            zb_backend backend, zb_run_stats *stats, bool verify_payload = true) {
+                            zb_backend backend, int threads, zb_run_stats *stats, bool verify_payload = true) {
     const double t0 = now_seconds();
     zb::Header h;
     std::string msg;
     zb::StageClock clock("decompress");
     if (zb_status s =
-            zb::read_header(stream, src_len, h, msg, verify_payload, zb::resolve_threads(0, src_len / 4)))
+            zb::read_header(stream, src_len, h, msg, verify_payload, zb::resolve_threads(threads, src_len / 4)))
         return set_error(s, msg);
     clock.mark("header");
-    const int nt = zb::resolve_threads(0, h.shape.n);
+    const int nt = zb::resolve_threads(threads, h.shape.n);
     clock.set_threads(nt);
     const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
     if (dst_capacity < out_bytes)
@@ -239,7 +239,7 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     }
     if (pw_rel) {
         if (stats) *stats = zb_run_stats{};
-        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true);
+        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, h.dtype, h.shape, stats, true, nt);
         if (zb_status s = zb::pwrel_decompress(h, stream, dst, nt, inner, msg)) return set_error(s, msg);
         finish_pwrel_stats(stats, t0, src_len, out_bytes);
         return ZB_OK;
@@ -262,8 +262,9 @@ void add_inner_stats(zb_run_stats *st, const zb_run_stats &inner, bool set_backe
 
 // The inner stream of a PW_REL call on the CPU path (the GPU path makes and reads it on the device). The stats
 // report the inner encoder's backend when compressing (the check decodes too), the decoder's when decompressing.
+// The inner stream decodes on decode_threads threads (the call's; compression takes its parameters' count).
 zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Shape &shape, zb_run_stats *stats,
-                                bool decoding) {
+                                bool decoding, int decode_threads) {
     zb::PwRelInnerCodec c;
     c.compress = [=](const zb_params &ip, const void *values, uint8_t *d, size_t cap, size_t *len) {
         zb_run_stats is{};
@@ -276,7 +277,8 @@ zb::PwRelInnerCodec inner_codec(zb_backend backend, zb_dtype dtype, const zb::Sh
     c.decompress = [=](const uint8_t *stream, size_t len, void *values) {
         zb_run_stats is{};
         const zb_status s =
-            decompress_stream(stream, len, values, (size_t)shape.n * dtype_size(dtype), backend, &is, false);
+            decompress_stream(stream, len, values, (size_t)shape.n * dtype_size(dtype), backend, decode_threads, &is,
+                              false);
         add_inner_stats(stats, is, decoding);
         return s;
     };
@@ -335,9 +337,10 @@ zb_status zb_compress(const zb_params *params, zb_dtype dtype, const void *src, 
             }, settled))
             return settled;
         if (stats) *stats = zb_run_stats{};
-        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, dtype, shape, stats, false);
+        const int nt = zb::resolve_threads(params->threads, shape.n);
+        const zb::PwRelInnerCodec inner = inner_codec(ZB_BACKEND_CPU, dtype, shape, stats, false, nt);
         const zb_status s = zb::pwrel_compress(*params, dtype, src, shape, static_cast<uint8_t *>(dst), dst_capacity,
-                                               dst_len, zb::resolve_threads(params->threads, shape.n), inner, msg);
+                                               dst_len, nt, inner, msg);
         if (s != ZB_OK) return set_error(s, msg);
         finish_pwrel_stats(stats, t0, (size_t)shape.n * dtype_size(dtype), *dst_len);
         return ZB_OK;
@@ -390,12 +393,19 @@ zb_status zb_stream_info_get(const void *src, size_t src_len, zb_stream_info *in
 
 zb_status zb_decompress(const void *src, size_t src_len, void *dst, size_t dst_capacity, zb_backend backend,
                         zb_run_stats *stats) {
+    return zb_decompress_threads(src, src_len, dst, dst_capacity, backend, 0, stats);
+}
+
+zb_status zb_decompress_threads(const void *src, size_t src_len, void *dst, size_t dst_capacity, zb_backend backend,
+                                int threads, zb_run_stats *stats) {
     return guarded([&]() -> zb_status {
         if (!dst) return set_error(ZB_ERR_INVALID_ARG, "destination is null");
         const int b = as_int(backend);
         if (b != ZB_BACKEND_AUTO && b != ZB_BACKEND_CPU && b != ZB_BACKEND_GPU)
             return set_error(ZB_ERR_INVALID_ARG, "unknown backend " + std::to_string(b));
-        return decompress_stream(static_cast<const uint8_t *>(src), src_len, dst, dst_capacity, backend, stats);
+        if (threads < 0) return set_error(ZB_ERR_INVALID_ARG, "threads must be >= 0");
+        return decompress_stream(static_cast<const uint8_t *>(src), src_len, dst, dst_capacity, backend, threads,
+                                 stats);
     });
 }
 

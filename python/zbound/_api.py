@@ -119,11 +119,12 @@ def _ptr(buf):
     return ctypes.addressof(ctypes.c_char.from_buffer(buf))
 
 
-def decompress(b, shape=None, out=None, backend="auto", stream=None):
+def decompress(b, shape=None, out=None, backend="auto", stream=None, threads=0):
     """Decompresses a zbound stream. For host bytes (bytes, bytearray, memoryview, numpy uint8) returns a numpy
     array of the stream's dtype with the stream's (folded) shape, or `shape` if given, or fills `out` (a
-    C-contiguous array of the right dtype and size) and returns it. For a stream held in device memory (CuPy or
-    __cuda_array_interface__) returns a device array (zb_decompress_device)."""
+    C-contiguous array of the right dtype and size) and returns it; `threads` CPU threads decode it (0:
+    ZBOUND_THREADS or all cores; 1 when many calls run at once, one per thread of a pool). For a stream held in
+    device memory (CuPy or __cuda_array_interface__) returns a device array (zb_decompress_device)."""
     if is_device_array(b):
         return _decompress_device(b, shape, out, stream)
     buf = _as_bytes(b)
@@ -141,7 +142,8 @@ def decompress(b, shape=None, out=None, backend="auto", stream=None):
         if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or out.dtype != dtype \
                 or out.size != info.n:
             raise ValueError(f"zbound.decompress: out must be a C-contiguous {dtype} array of {info.n} values")
-    st = L.zb_decompress(_ptr(buf), len(buf), out.ctypes.data, out.nbytes, _lib.BACKENDS[backend], None)
+    st = L.zb_decompress_threads(_ptr(buf), len(buf), out.ctypes.data, out.nbytes, _lib.BACKENDS[backend],
+                                 int(threads), None)
     check(st, "zbound.decompress")
     return out
 

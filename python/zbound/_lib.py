@@ -132,6 +132,8 @@ def lib():
             L.zb_stream_info_get.argtypes = [vp, sz, P(StreamInfo)]
             L.zb_decompress.restype = ctypes.c_int
             L.zb_decompress.argtypes = [vp, sz, vp, sz, ctypes.c_int, P(RunStats)]
+            L.zb_decompress_threads.restype = ctypes.c_int
+            L.zb_decompress_threads.argtypes = [vp, sz, vp, sz, ctypes.c_int, ctypes.c_int, P(RunStats)]
             L.zb_compress_device.restype = ctypes.c_int
             L.zb_compress_device.argtypes = [P(Params), ctypes.c_int, vp, ctypes.c_int, P(sz), vp, sz, P(sz), vp,
                                              P(RunStats)]

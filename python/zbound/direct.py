@@ -114,12 +114,13 @@ def write_chunks(dset, data, threads=None, backend="auto"):
                 dset.id.write_direct_chunk(off, stream)
 
 
-def read_chunks(dset, out=None, backend="auto", device=False):
+def read_chunks(dset, out=None, backend="auto", device=False, threads=None):
     """Reads every stored chunk with ``H5Dread_chunk`` and decompresses it into `out` (default: a new numpy array,
     or with device=True a CuPy array, decompressed on the GPU). Chunks never written read as the fill value;
     chunks HDF5 stored unfiltered (an optional filter declined them) are copied as they are. On the host, chunks
-    are decoded one after the other (each decompression already uses every core, ZBOUND_THREADS); on the GPU, in
-    batches (zb_decompress_device_batch) while the next batch is read from the file."""
+    are decoded by `threads` concurrent calls (default: all cores), each on one thread, or on several when there
+    are fewer chunks than threads; on the GPU, in batches (zb_decompress_device_batch) while the next batch is
+    read from the file."""
     lay = _Layout(dset)
     if out is None:
         if device:
@@ -145,15 +146,25 @@ def read_chunks(dset, out=None, backend="auto", device=False):
         _read_device_chunks(dset, lay, target, [stored[off] for off in sorted(stored)])
         return out
 
+    offsets = sorted(stored)
+    n = _threads(threads)
+    # One thread per call while there are chunks for every thread: one call on all cores after another spent a
+    # team start and a join per chunk, and left the cores idle while HDF5 read the next chunk.
+    per_call = max(1, n // max(1, len(offsets)))
+
     def decoded(offset):
         mask, raw = dset.id.read_direct_chunk(offset)
         if mask & 1:   # the zbound filter (the only one) was skipped for this chunk: raw values
             return np.frombuffer(raw, dtype=lay.dtype).reshape(lay.chunks)
-        return decompress(raw, shape=lay.chunks, backend=backend)
+        return decompress(raw, shape=lay.chunks, backend=backend, threads=per_call)
 
-    for off in sorted(stored):
-        outer, inner = lay.region(off)
-        out[outer] = decoded(off)[inner]
+    def place(offset):
+        outer, inner = lay.region(offset)
+        out[outer] = decoded(offset)[inner]
+
+    with ThreadPoolExecutor(max_workers=max(1, min(n, len(offsets)))) as pool:
+        for _ in pool.map(place, offsets):   # re-raises the first chunk's error
+            pass
     return out
 
 

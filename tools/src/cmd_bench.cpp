@@ -122,7 +122,8 @@ BenchResult run_one(const RawArray &a, const zb_params &p, zb_backend dbackend, 
     check_status(zb_stream_info_get(first.data(), first.size(), &r.info), "reading the stream header");
     for (int i = 0; i < warmup + repeat; ++i) {
         timed(r.decomp, i >= warmup, [&](zb_run_stats &st) {
-            check_status(zb_decompress(first.data(), first.size(), recon.data(), recon.size(), dbackend, &st),
+            check_status(zb_decompress_threads(first.data(), first.size(), recon.data(), recon.size(), dbackend,
+                                               p.threads, &st),
                          "decompress");
         });
     }

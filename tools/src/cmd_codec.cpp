@@ -97,7 +97,7 @@ int cmd_decompress(const Args &argv) {
     const std::string out = a.get("--output");
     if (out == in) throw CliError("the output would overwrite the input '" + in + "'");
     const zb_backend backend = backend_from_args(a);
-    if (a.has("--threads")) export_threads((int)parse_int(a.get("--threads"), "--threads", 1, 4096));
+    const int threads = a.has("--threads") ? (int)parse_int(a.get("--threads"), "--threads", 1, 4096) : 0;
 
     std::vector<uint8_t> stream = read_file(in);
     zb_stream_info info{};
@@ -105,7 +105,8 @@ int cmd_decompress(const Args &argv) {
     std::vector<uint8_t> values(info.decompressed_bytes);
     zb_run_stats st{};
     auto t0 = std::chrono::steady_clock::now();
-    check_status(zb_decompress(stream.data(), stream.size(), values.data(), values.size(), backend, &st),
+    check_status(zb_decompress_threads(stream.data(), stream.size(), values.data(), values.size(), backend, threads,
+                                       &st),
                  "decompress '" + in + "'");
     const double secs = seconds_since(t0);
     write_file(out, values.data(), values.size());

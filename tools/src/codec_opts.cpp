@@ -100,11 +100,6 @@ void run_from_args(const ParsedArgs &args, zb_dtype dtype, zb_params &p) {
             p.fill_bits = u;
         }
     }
-    export_threads(p.threads);
-}
-
-void export_threads(int threads) {
-    if (threads > 0) setenv("ZBOUND_THREADS", std::to_string(threads).c_str(), 1);
 }
 
 int effective_threads(int requested) {

@@ -37,8 +37,6 @@ void pipeline_from_args(const ParsedArgs &args, zb_params &p);
 void run_from_args(const ParsedArgs &args, zb_dtype dtype, zb_params &p);
 zb_backend backend_from_args(const ParsedArgs &args);
 
-// --threads N is also exported as ZBOUND_THREADS so that decompression (which takes no params) uses it too.
-void export_threads(int threads);
 // What the library will use for threads = 0: ZBOUND_THREADS if set, else the OpenMP default.
 int effective_threads(int requested);
 
