@@ -5,6 +5,7 @@
 #include <random>
 #include "test_util.h"
 #include "zb_bytes.h"
+#include "zb_codes16.h"
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
 #include "zb_format.h"
@@ -394,3 +395,19 @@ TEST(Interp, TunePointsCoverEveryReadF32) { tune_points_cover_every_read<float>(
 TEST(Interp, TunePointsCoverEveryReadF64) { tune_points_cover_every_read<double>(); }
 
 }  // namespace
+
+// The interp decoders' reading of a ratio symbol (zb_codes16.h), for every 16-bit value and several radii, against
+// the alphabet's definition: symbols 1 .. 2 radius - 1 are the deltas symbol - radius, anything else escaped; and
+// the encoder's symbol of each delta reads back as it.
+TEST(Codes16, RatioSymbolsReadAsTheAlphabetDefines) {
+    for (int32_t radius : {1, 2, 3, 512, zb::kRatioRadius, 32767, 32768}) {
+        const zb::RatioCode32 code32{radius};
+        for (uint32_t c = 0; c <= 0xFFFFu; ++c) {
+            const bool in_alphabet = c >= 1 && (int64_t)c < 2 * (int64_t)radius;
+            const int32_t expect = in_alphabet ? (int32_t)c - radius : zb::kEscapedCode;
+            ASSERT_EQ(code32((uint16_t)c), expect) << "radius " << radius << ", symbol " << c;
+        }
+        const zb::Code16<true> code16{radius};
+        for (int32_t d = -radius + 1; d < radius; ++d) ASSERT_EQ(code32(code16(d)), d) << "radius " << radius;
+    }
+}
