@@ -405,6 +405,34 @@ def test_bench_sizes_crops_and_tiles(tmp_path, fields):
         assert not device and "no device-resident runs" in p.stderr
 
 
+def test_bench_thread_sweep(tmp_path, fields):
+    """--thread-sweep: one row per thread count and bound, in the order given, each count's values within the bound
+    and its stream the first count's (exit 0 with deterministic true); the first count's gain over itself is 1 in
+    every round, the others' medians lie within their quartiles; the options it excludes are refused."""
+    arr = fields("cesm_trefht_440x64x128")
+    raw = write_raw(tmp_path, "t", arr)
+    p = zb("bench", raw, *raw_opts(arr), "--rel", "1e-3,1e-2", "--predictor", "interp", "--encoder", "ratio",
+           "--backend", "cpu", "--thread-sweep", "2,1,3", "--repeat", 3, "--warmup", 0, "--json")
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["bound"], r["threads"]) for r in rows] == [(b, t) for b in (1e-3, 1e-2) for t in (2, 1, 3)]
+    for r in rows:
+        assert r["bound_ok"] and r["violations"] == 0 and r["max_err_over_eb"] <= 1.0 and r["deterministic"], r
+        assert r["pipeline"] == "interp/ratio" and r["compress_gbps"] > 0 and r["decompress_gbps"] > 0, r
+        for k in ("compress", "decompress"):
+            assert 0 < r[f"{k}_gain_q1"] <= r[f"{k}_gain"] <= r[f"{k}_gain_q3"], r
+    for r in rows[::3]:
+        assert r["compress_gain"] == r["compress_gain_q1"] == r["compress_gain_q3"] == 1.0, r
+        assert r["decompress_gain"] == 1.0, r
+    assert len({r["ratio"] for r in rows[:3]}) == 1 and len({r["ratio"] for r in rows[3:]}) == 1
+    table = zb("bench", raw, *raw_opts(arr), "--rel", 1e-3, "--backend", "cpu", "--thread-sweep", "1,2",
+               "--repeat", 1, "--warmup", 0).stdout
+    assert "thread counts in turn" in table and len([l for l in table.splitlines() if l.split()[:1] in (["1"], ["2"])]) == 2
+    for bad in (["--thread-sweep", "1,2", "--threads", 2], ["--thread-sweep", "1,2", "--sizes", 1],
+                ["--thread-sweep", "0,2"], ["--thread-sweep", "1,x"]):
+        q = zb("bench", raw, *raw_opts(arr), "--rel", 1e-3, "--backend", "cpu", *bad, expect=2)
+        assert "thread" in q.stderr, q.stderr
+
+
 def test_bench_gpu_backend_without_gpu_fails_cleanly(tmp_path, fields):
     if "gpu available" in zb("--version").stdout:
         pytest.skip("a GPU is usable here: --backend gpu is expected to work")

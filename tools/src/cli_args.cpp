@@ -107,16 +107,26 @@ std::vector<size_t> parse_dims(const std::string &text) {
     return dims;
 }
 
-std::vector<double> parse_double_list(const std::string &text, const std::string &what) {
-    std::vector<double> out;
+// The comma-separated items of text, each read by parse_item.
+template <typename F> auto parse_list(const std::string &text, F parse_item) {
+    std::vector<decltype(parse_item(text))> out;
     size_t start = 0;
     while (start <= text.size()) {
         size_t end = text.find(',', start);
         if (end == std::string::npos) end = text.size();
-        out.push_back(parse_double(text.substr(start, end - start), what));
+        out.push_back(parse_item(text.substr(start, end - start)));
         start = end + 1;
     }
     return out;
+}
+
+std::vector<double> parse_double_list(const std::string &text, const std::string &what) {
+    return parse_list(text, [&](const std::string &item) { return parse_double(item, what); });
+}
+
+std::vector<long long> parse_int_list(const std::string &text, const std::string &what, long long min_value,
+                                      long long max_value) {
+    return parse_list(text, [&](const std::string &item) { return parse_int(item, what, min_value, max_value); });
 }
 
 }  // namespace zbtool

@@ -47,5 +47,7 @@ double parse_double(const std::string &text, const std::string &what);
 long long parse_int(const std::string &text, const std::string &what, long long min_value, long long max_value);
 std::vector<size_t> parse_dims(const std::string &text);  // "110x64x128" (also ',' separated)
 std::vector<double> parse_double_list(const std::string &text, const std::string &what);  // "1e-2,1e-3"
+std::vector<long long> parse_int_list(const std::string &text, const std::string &what, long long min_value,
+                                      long long max_value);  // "1,2,16"
 
 }  // namespace zbtool

@@ -41,7 +41,12 @@ std::vector<OptionSpec> bench_specs() {
          "device-resident runs through zb_compress_device/zb_decompress_device with buffers allocated before the "
          "timed loop, and batched ones (residency batchN: N device copies of the array per "
          "zb_compress_device_batch call, about 1 GB in all; GB/s of all N)"},
-        {nullptr, "--json", nullptr, "one JSON object per bound (per size and residency with --sizes) on stdout instead of the table"},
+        {nullptr, "--thread-sweep", "T[,T..]",
+         "compress and decompress with each CPU thread count in turn, call by call (a round is one call of each), "
+         "so that a machine whose speed drifts weighs on every count alike; reports each count's median and its "
+         "gain over the first count (the median of the rounds' ratios, with their quartiles); every count must "
+         "write the first count's bytes"},
+        {nullptr, "--json", nullptr, "one JSON object per bound (per size and residency with --sizes, per thread count with --thread-sweep) on stdout instead of the table"},
         {nullptr, "--label", "NAME", "name of the field in the output (default: the file name)"}};
     for (auto v : {raw_input_specs(), bound_option_specs(true), pipeline_option_specs(), run_option_specs()})
         s.insert(s.end(), v.begin(), v.end());
@@ -131,6 +136,99 @@ BenchResult run_one(const RawArray &a, const zb_params &p, zb_backend dbackend, 
     r.err = compare_arrays(a.dtype, a.bytes.data(), recon.data(), n, r.info.abs_bound, p.has_fill != 0, p.fill_bits,
                            pw_rel);
     return r;
+}
+
+// --thread-sweep: one thread count's timings (round r of every count at index r) and its decoded values' check.
+struct SweepPoint {
+    int threads;
+    Timings comp, decomp;
+    ErrorStats err;
+};
+
+// The median and quartiles of num[r] / den[r] over the rounds r.
+struct Gain {
+    double median, q1, q3;
+};
+Gain gain_of(const std::vector<double> &num, const std::vector<double> &den) {
+    std::vector<double> g;
+    for (size_t r = 0; r < num.size() && r < den.size(); ++r) g.push_back(den[r] > 0 ? num[r] / den[r] : 0.0);
+    std::sort(g.begin(), g.end());
+    if (g.empty()) return {0, 0, 0};
+    return {median(g), g[g.size() / 4], g[(3 * g.size()) / 4 < g.size() ? (3 * g.size()) / 4 : g.size() - 1]};
+}
+
+// Compression and decompression with each of `threads` in turn, call by call; the gains are over threads[0]. Every
+// count's stream must equal the first call's (nondeterministic otherwise) and decode within the bound (each count's
+// values are checked once, after its first call).
+void run_thread_sweep(const std::string &label, const RawArray &a, zb_params p, zb_backend dbackend,
+                      const std::vector<int> &threads, int warmup, int repeat, bool json, uint64_t &bad,
+                      bool &nondeterministic) {
+    const size_t n = a.count(), in = a.bytes.size();
+    std::vector<uint8_t> stream(zb_compress_bound(a.dtype, n)), first, recon(in);
+    std::vector<SweepPoint> points;
+    for (int t : threads) points.push_back(SweepPoint{t, {}, {}, {}});
+    zb_stream_info info{};
+    const double pw_rel = p.mode == ZB_MODE_PW_REL ? p.bound : 0.0;
+    for (int i = 0; i < warmup + repeat; ++i) {
+        for (SweepPoint &pt : points) {
+            p.threads = pt.threads;
+            size_t len = 0;
+            timed(pt.comp, i >= warmup, [&](zb_run_stats &st) {
+                check_status(zb_compress(&p, a.dtype, a.bytes.data(), (int)a.dims.size(), a.dims.data(),
+                                         stream.data(), stream.size(), &len, &st),
+                             "compress");
+            });
+            if (first.empty()) {
+                first.assign(stream.begin(), stream.begin() + (ptrdiff_t)len);
+                check_status(zb_stream_info_get(first.data(), first.size(), &info), "reading the stream header");
+            } else if (len != first.size() || std::memcmp(stream.data(), first.data(), len) != 0) {
+                nondeterministic = true;
+            }
+            timed(pt.decomp, i >= warmup, [&](zb_run_stats &st) {
+                check_status(zb_decompress_threads(stream.data(), len, recon.data(), recon.size(), dbackend,
+                                                   pt.threads, &st),
+                             "decompress");
+            });
+            if (i == 0)
+                pt.err = compare_arrays(a.dtype, a.bytes.data(), recon.data(), n, info.abs_bound, p.has_fill != 0,
+                                        p.fill_bits, pw_rel);
+        }
+    }
+    const std::string pipe =
+        info.raw ? "raw" : std::string(predictor_name(info.predictor)) + "/" + encoder_name(info.encoder);
+    if (!json) {
+        std::printf("%s: %s %s (%zu bytes), %s %g, %s, CR %.3f; thread counts in turn, call by call: %d rounds "
+                    "after %d warm-up\n",
+                    label.c_str(), dtype_name(a.dtype), dims_to_string(a.dims).c_str(), in, mode_name(p.mode), p.bound,
+                    pipe.c_str(), (double)in / (double)first.size(), repeat, warmup);
+        std::printf("%8s %10s %10s %22s %22s %10s %10s\n", "threads", "comp MB/s", "dec MB/s", "comp gain (q1-q3)",
+                    "dec gain (q1-q3)", "maxerr/eb", "violations");
+    }
+    for (const SweepPoint &pt : points) {
+        const Gain gc = gain_of(points[0].comp.wall, pt.comp.wall), gd = gain_of(points[0].decomp.wall, pt.decomp.wall);
+        const double cw = median(pt.comp.wall), dw = median(pt.decomp.wall);
+        const uint64_t wrong = pt.err.violations + pt.err.special_mismatches;
+        bad += wrong;
+        if (json) {
+            JsonLine j;
+            j.add("field", label).add("dtype", dtype_name(a.dtype)).add("dims", dims_to_string(a.dims))
+                .add("mode", mode_name(p.mode)).add("bound", p.bound).add("abs_bound", info.abs_bound)
+                .add("pipeline", pipe).add("threads", pt.threads).add("warmup", warmup).add("repeat", repeat)
+                .add("ratio", (double)in / (double)first.size()).add("compress_gbps", gbps(in, cw))
+                .add("decompress_gbps", gbps(in, dw)).add("compress_gain", gc.median).add("compress_gain_q1", gc.q1)
+                .add("compress_gain_q3", gc.q3).add("decompress_gain", gd.median).add("decompress_gain_q1", gd.q1)
+                .add("decompress_gain_q3", gd.q3).add("max_err_over_eb", pt.err.max_err_over_bound)
+                .add("violations", wrong).add("bound_ok", pt.err.ok()).add("deterministic", !nondeterministic);
+            std::printf("%s\n", j.str().c_str());
+        } else {
+            char cg[48], dg[48];
+            std::snprintf(cg, sizeof cg, "%.2f (%.2f-%.2f)", gc.median, gc.q1, gc.q3);
+            std::snprintf(dg, sizeof dg, "%.2f (%.2f-%.2f)", gd.median, gd.q1, gd.q3);
+            std::printf("%8d %10.1f %10.1f %22s %22s %10.4f %10llu\n", pt.threads, gbps(in, cw) * 1e3,
+                        gbps(in, dw) * 1e3, cg, dg, pt.err.max_err_over_bound, (unsigned long long)wrong);
+        }
+    }
+    std::fflush(stdout);
 }
 
 // The ratio encoder's decode-metadata overhead f = metadata bytes / payload bytes (0 for other encoders).
@@ -278,6 +376,22 @@ void run_sizes(const std::string &label, const RawArray &raw, const zb_params &p
     }
 }
 
+// Calls run(params, bad, nondeterministic) for each bound of the command line and turns what the runs found into the
+// exit code (`what_differs`: the calls whose bytes had to agree).
+template <typename Run>
+int run_per_bound(const BoundChoice &bound, const zb_params &base, const char *what_differs, Run &&run) {
+    uint64_t bad = 0;
+    bool nondeterministic = false;
+    for (double b : bound.bounds) {
+        zb_params p = base;
+        p.bound = b;
+        run(p, bad, nondeterministic);
+    }
+    if (bad) std::fprintf(stderr, "zbound bench: BOUND VIOLATED: %llu values\n", (unsigned long long)bad);
+    if (nondeterministic) std::fprintf(stderr, "zbound bench: error: %s gave different bytes\n", what_differs);
+    return bad ? kExitBoundViolation : nondeterministic ? kExitFailure : kExitOk;
+}
+
 }  // namespace
 
 int cmd_bench(const Args &argv) {
@@ -312,28 +426,35 @@ int cmd_bench(const Args &argv) {
 
     RawArray raw = read_raw(path, dtype, input.dims, input.layout);
     if (a.has("--size-mb") && a.has("--sizes")) throw CliError("--size-mb and --sizes exclude each other");
+    if (a.has("--thread-sweep") && a.has("--sizes")) throw CliError("--thread-sweep and --sizes exclude each other");
+    if (a.has("--thread-sweep") && a.has("--threads")) throw CliError("--thread-sweep gives the thread counts: drop --threads");
     if (a.has("--size-mb")) {
         const double mb = parse_double(a.get("--size-mb"), "--size-mb");
         if (mb <= 0) throw CliError("--size-mb must be > 0");
         tile_to(raw, mb);
     }
 
-    uint64_t bad = 0;
-    bool nondeterministic = false;
+    if (a.has("--thread-sweep")) {
+        std::vector<int> threads;
+        for (long long t : parse_int_list(a.get("--thread-sweep"), "--thread-sweep", 1, 4096)) threads.push_back((int)t);
+        return run_per_bound(bound, base, "thread counts or repeated calls",
+                             [&](const zb_params &p, uint64_t &bad, bool &nondeterministic) {
+                                 run_thread_sweep(label, raw, p, dbackend, threads, warmup, repeat, json, bad,
+                                                  nondeterministic);
+                             });
+    }
     if (a.has("--sizes")) {
         const std::vector<double> sizes = parse_double_list(a.get("--sizes"), "--sizes");
         for (double mb : sizes)
             if (!(mb > 0)) throw CliError("--sizes: every size must be > 0 MB");
-        for (double b : bound.bounds) {
-            zb_params p = base;
-            p.bound = b;
-            run_sizes(label, raw, p, dbackend, sizes, warmup, repeat, json, bad, nondeterministic);
-        }
-        if (bad) std::fprintf(stderr, "zbound bench: BOUND VIOLATED: %llu values\n", (unsigned long long)bad);
-        if (nondeterministic)
-            std::fprintf(stderr, "zbound bench: error: repeated or device-resident compression gave different bytes\n");
-        return bad ? kExitBoundViolation : nondeterministic ? kExitFailure : kExitOk;
+        return run_per_bound(bound, base, "repeated or device-resident compression",
+                             [&](const zb_params &p, uint64_t &bad, bool &nondeterministic) {
+                                 run_sizes(label, raw, p, dbackend, sizes, warmup, repeat, json, bad,
+                                           nondeterministic);
+                             });
     }
+    uint64_t bad = 0;
+    bool nondeterministic = false;
     for (size_t k = 0; k < bound.bounds.size(); ++k) {
         const double b = bound.bounds[k];
         zb_params p = base;
