@@ -348,8 +348,8 @@ inline uint64_t differ_mask64(const uint16_t *s, uint32_t z) {
 // branch on it. 64 symbols at a time: a mask of the symbols other than z, whose set bits are visited in order, the
 // z's between them counted from the gaps; at high ratios most symbols are z, and a loop with a branch per symbol
 // was the encoder's largest cost.
-template <typename R, typename Y>
-inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t z, Y &&run_then, R &&run_of) {
+template <typename RunThen, typename RunOf>
+inline void tokenize(const uint16_t *s, uint64_t cnt, uint32_t z, RunThen &&run_then, RunOf &&run_of) {
     uint64_t run = 0;   // z's since the last other symbol
     for (uint64_t base = 0; base < cnt; base += 64) {
         const uint32_t len = (uint32_t)std::min<uint64_t>(64, cnt - base);
