@@ -618,10 +618,10 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
         constexpr uint32_t kShortRuns = kRatioRunExactMax + 1;
         Piece short_runs[kShortRuns] = {};
         if (runs)
-            for (uint32_t L = 1; L < kShortRuns; ++L) {
-                const uint32_t c = enc[L == 1 ? z : alphabet + ratio_run_token(L).offset];
-                short_runs[L] = {c >> 16, c & 31};
-            }
+            for (uint32_t L = 1; L < kShortRuns; ++L)   // one item, no extra bits
+                ratio_emit_run(L, alphabet, z, [&](uint32_t v, int, uint32_t) {
+                    short_runs[L] = {enc[v] >> 16, enc[v] & 31};
+                });
         stage_mark("codebook");
 
         // 3. the bitstream: complete words are stored by their range; a range's last partial word goes to a slot
@@ -654,9 +654,9 @@ zb_status ratio_encode_cpu_views(const uint16_t *symbols, uint64_t n, uint32_t a
             };
             auto put_symbol = [&](uint32_t v) { put_bits(e[v] >> 16, (int)(e[v] & 31)); };
             auto put_long_run = [&](uint32_t L) {   // L >= kShortRuns: a class token and its extra bits
-                const RatioRunToken rt = ratio_run_token(L);
-                const uint32_t c = e[alphabet + rt.offset];
-                put_bits(((uint64_t)(c >> 16) << rt.extra_bits) | rt.extra, (int)(c & 31) + rt.extra_bits);
+                ratio_emit_run(L, alphabet, z, [&](uint32_t v, int xb, uint32_t extra) {
+                    put_bits(((uint64_t)(e[v] >> 16) << xb) | extra, (int)(e[v] & 31) + xb);
+                });
             };
             // A short run's code and the symbol's (<= 16 bits each) in one put_bits.
             auto put_run_then = [&](uint32_t L, uint32_t v) {

@@ -154,7 +154,7 @@ Gain gain_of(const std::vector<double> &num, const std::vector<double> &den) {
     for (size_t r = 0; r < num.size() && r < den.size(); ++r) g.push_back(den[r] > 0 ? num[r] / den[r] : 0.0);
     std::sort(g.begin(), g.end());
     if (g.empty()) return {0, 0, 0};
-    return {median(g), g[g.size() / 4], g[(3 * g.size()) / 4 < g.size() ? (3 * g.size()) / 4 : g.size() - 1]};
+    return {median(g), g[g.size() / 4], g[(3 * g.size()) / 4]};
 }
 
 // Compression and decompression with each of `threads` in turn, call by call; the gains are over threads[0]. Every
