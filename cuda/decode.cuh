@@ -254,6 +254,8 @@ struct Lines {
     __device__ __forceinline__ uint64_t end_of(uint64_t o, uint64_t l0) const { return min(min(L, l0 + S), total - o * L); }
 };
 
+constexpr uint64_t kShortLineSegments = 64;  // up to this many segments per line, a line's scan is one thread's
+
 inline Lines make_lines(uint64_t outer, uint64_t L, uint64_t inner, uint64_t target_threads, uint64_t total = 0) {
     Lines a;
     a.outer = outer;
@@ -261,7 +263,9 @@ inline Lines make_lines(uint64_t outer, uint64_t L, uint64_t inner, uint64_t tar
     a.inner = inner;
     a.total = total ? total : outer * L;
     const uint64_t lines = outer * inner;
-    uint64_t nseg = lines >= target_threads ? 1 : std::min<uint64_t>(L, div_up(target_threads, lines));
+    // Segments cost a pass more over q and a scan of their sums: worth it only when the lines alone leave most of
+    // the GPU idle (half the target still fills the SMs).
+    uint64_t nseg = 2 * lines >= target_threads ? 1 : std::min<uint64_t>(L, div_up(target_threads, lines));
     a.S = div_up(L, nseg);
     a.nseg = div_up(L, a.S);
     a.d_inner = FastDiv(inner);
@@ -299,7 +303,20 @@ __global__ void k_segment_sums(const uint32_t *__restrict__ q, const uint2 *__re
     sums[(o * a.inner + i) * a.nseg + sg] = acc;
 }
 
-// Exclusive scan of each line's nseg segment sums, in place; one block per line.
+// Exclusive scan of each of `lines` lines' nseg segment sums, in place, one thread per line: for short lines, where a
+// block per line would spend its time being scheduled (a 64 MB 3D array has 250 K lines of 2 segments).
+__global__ void k_line_scan_short(uint32_t *__restrict__ sums, uint64_t lines, uint64_t nseg) {
+    const uint64_t line = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (line >= lines) return;
+    uint32_t *s = sums + line * nseg, carry = 0;
+    for (uint64_t j = 0; j < nseg; ++j) {
+        const uint32_t v = s[j];
+        s[j] = carry;
+        carry += v;
+    }
+}
+
+// The same, one block per line: for long lines (few of them).
 __global__ void __launch_bounds__(256) k_line_scan(uint32_t *__restrict__ sums, uint64_t nseg) {
     using Scan = cub::BlockScan<uint32_t, 256>;
     __shared__ typename Scan::TempStorage tmp;
@@ -314,6 +331,15 @@ __global__ void __launch_bounds__(256) k_line_scan(uint32_t *__restrict__ sums, 
         carry += total;
         __syncthreads();
     }
+}
+
+// Exclusive scans of `lines` lines of nseg segment sums each (sums[line * nseg + segment]), in place.
+inline void launch_line_scan(uint32_t *sums, uint64_t lines, uint64_t nseg, cudaStream_t s) {
+    if (nseg <= kShortLineSegments)
+        k_line_scan_short<<<grid_for(lines, 256), 256, 0, s>>>(sums, lines, nseg);
+    else
+        k_line_scan<<<(unsigned)lines, 256, 0, s>>>(sums, nseg);
+    ZB_LAUNCHED("k_line_scan");
 }
 
 // Rescans each segment from its carry: in place (u32), or, on the last axis, straight into dequantized values.
@@ -589,6 +615,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
     carve_from(c.arena[kArenaMain], carve);
+    timer.mark("carved");
     T *out = own_out ? b.out : static_cast<T *>(dst);
 
     // Payload into aligned device memory.
@@ -652,8 +679,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                     if (x_carry) k_segment_sums<true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
                     else k_segment_sums<false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
                     ZB_LAUNCHED("k_segment_sums");
-                    k_line_scan<<<(unsigned)(a.outer * a.inner), 256, 0, s>>>(b.sums, a.nseg);
-                    ZB_LAUNCHED("k_line_scan");
+                    launch_line_scan(b.sums, a.outer * a.inner, a.nseg, s);
                 }
                 if (final_pass && x_carry)
                     k_segment_apply<T, true, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
@@ -680,9 +706,11 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
     // Error word and piece CRCs back to the host; the values only once they are known to be good.
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
+    timer.mark("launched");
     ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
     const HostCrcs crcs(c, b.crcs, verify_crc ? len : 0, s);
     ZB_CUDA(cudaStreamSynchronize(s));
+    timer.mark("checked");
     if (verify_crc && crcs.combined() != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
     if (*err_host) fail(ZB_ERR_CORRUPT, error_text(*err_host));
     if (!dst_on_device) {
@@ -691,6 +719,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         ZB_CUDA(cudaMemcpyAsync(dst, out, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
         ZB_CUDA(cudaStreamSynchronize(s));
     }
+    timer.mark("done");
 }
 
 }  // namespace

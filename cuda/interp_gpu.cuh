@@ -483,8 +483,7 @@ inline void lattice_prefix(uint32_t *q, const dec::Lines ls[3], uint32_t *sums, 
             if (a.nseg > 1) {
                 k_row_sums<<<grid, 256, 0, s>>>(q, a, sums);
                 ZB_LAUNCHED("k_row_sums");
-                dec::k_line_scan<<<(unsigned)a.outer, 256, 0, s>>>(sums, a.nseg);
-                ZB_LAUNCHED("k_line_scan");
+                dec::launch_line_scan(sums, a.outer, a.nseg, s);
             }
             k_row_apply<<<grid, 256, 0, s>>>(q, a, sums);
             ZB_LAUNCHED("k_row_apply");
@@ -495,8 +494,7 @@ inline void lattice_prefix(uint32_t *q, const dec::Lines ls[3], uint32_t *sums, 
         if (a.nseg > 1) {
             dec::k_segment_sums<false><<<grid, 256, 0, s>>>(q, nullptr, a, sums);
             ZB_LAUNCHED("k_segment_sums");
-            dec::k_line_scan<<<(unsigned)(a.outer * a.inner), 256, 0, s>>>(sums, a.nseg);
-            ZB_LAUNCHED("k_line_scan");
+            dec::launch_line_scan(sums, a.outer * a.inner, a.nseg, s);
         }
         dec::k_segment_apply<float, false, false><<<grid, 256, 0, s>>>(q, nullptr, a, sums, nullptr, 0.0);
         ZB_LAUNCHED("k_segment_apply");
