@@ -3,11 +3,13 @@
 // encode_f64.cu instantiate it.
 //
 // Flow of one call (device memory throughout; "sync" = the host waits for the stream):
-//   REL only: min/max over finite non-fill values -> sync -> derive_abs_bound (host, core/)
+//   REL only: min/max keys of the finite non-fill values (k_range), left on the device
+//   REL only: k_rel_params, one thread: the absolute bound from the keys (as derive_abs_bound on the host) and the
+//             quantizer's constants, in device memory
 //   k_quantize: q = quantized integer of every value (exactly once; zb::quantize) and the exception mask words
 //   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, neighbours by warp shuffles) + 16-bit codes +
 //             bitshuffle (warp ballots) + zero-block flags (written straight into segment 0) + per-tile counts
-//   CUB exclusive scan of the per-tile counts -> sync (counts of blocks, escapes, exceptions)
+//   CUB exclusive scan of the per-tile counts -> sync (range keys; counts of blocks, escapes, exceptions)
 //   only if exceptions: gather their values, edge mask, change bits, their sparse flags and counts -> sync
 //   fast_layout (host) and the raw-passthrough decision; then the segments are written at their final offsets:
 //   sparse copy of code blocks, escapes, edge and change masks, run values; CRC-32C of each 64 KiB piece
@@ -42,11 +44,31 @@ __device__ __forceinline__ unsigned long long order_key(double d) {
     const unsigned long long u = (unsigned long long)__double_as_longlong(d);
     return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
 }
-inline double key_to_double(unsigned long long k) {
+__host__ __device__ inline double key_to_double(unsigned long long k) {
     const unsigned long long u = (k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFull) : ~k;
+#if defined(__CUDA_ARCH__)
+    return __longlong_as_double((long long)u);
+#else
     double d;
     std::memcpy(&d, &u, 8);
     return d;
+#endif
+}
+
+// The quantizer's constants of a REL bound from k_range's keys (min, max; ~0 when no value is usable), as the host
+// derives them (derive_abs_bound, make_quant_params): computed on the device so that quantization can follow the
+// range without a host round trip.
+__device__ __forceinline__ QuantParams rel_quant_params(const unsigned long long *keys, double bound, int has_fill,
+                                                        uint64_t fill_bits) {
+    const unsigned long long lo = keys[0], hi = keys[1];
+    const double eb = lo == ~0ull ? 0.0 : rel_abs_bound(bound, key_to_double(lo), key_to_double(hi));
+    return make_quant_params(eb, has_fill, fill_bits);
+}
+
+// One thread: the REL bound's quantizer constants for k_quantize, from k_range's keys.
+__global__ void k_rel_params(const unsigned long long *__restrict__ keys, double bound, int has_fill,
+                             uint64_t fill_bits, QuantParams *__restrict__ out) {
+    *out = rel_quant_params(keys, bound, has_fill, fill_bits);
 }
 
 struct MinOp {
@@ -119,13 +141,18 @@ __device__ __forceinline__ uint32_t spread_by_4(uint32_t b) {
 // 16-byte loads and stores (one value per thread left the kernel at half the machine's copy bandwidth); a warp's 128
 // values make four mask words, assembled from four ballots. The grid covers whole tiles so that every mask word,
 // padding included, is written.
-template <typename T, bool Aligned>
-__global__ void __launch_bounds__(256)
-k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, uint32_t *__restrict__ q,
-           uint32_t *__restrict__ mwords) {
+// FromDevice (REL): the constants are read from d_qp (k_rel_params wrote them), after the values' loads are issued.
+// A block-wide derivation instead (thread 0, a barrier) held every block's loads back: quantize 0.63 -> 0.71 ms per
+// GB. Eight blocks per SM: the constants in registers instead of the parameter bank took 34-38 registers, six
+// blocks fit, and the kernel, which needs all the loads in flight it can get, ran 20 % slower.
+template <typename T, bool Aligned, bool FromDevice>
+__global__ void __launch_bounds__(256, 8)
+k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, const QuantParams *__restrict__ d_qp,
+           uint32_t *__restrict__ q, uint32_t *__restrict__ mwords) {
     const uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, i = 4 * thread;
     T v[4];
     load4<T, Aligned>(x, i, n, v);
+    if constexpr (FromDevice) qp = *d_qp;
     int32_t qi[4];
     uint32_t exc = 0;
 #pragma unroll
@@ -536,6 +563,7 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
                             const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
     const uint64_t len = h.payload_bytes();
     const size_t hb = h.header_bytes();
+    timer.mark("segments launched");
     timer.begin("crc");
     piece_crcs(c, d_payload, len, d_crcs, s);
     timer.end();
@@ -547,6 +575,7 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
         download(c, out.ptr + hb, d_payload, len, s);  // synchronizes, so crcs is ready too
         ZB_CUDA(cudaStreamSynchronize(s));
     }
+    timer.mark("payload");
     h.payload_crc = crcs.combined();
     if (out.on_device) {
         uint8_t *hdr = c.host_small;  // pinned, kHostCrcOffset >= any header (the CRCs are read by now)
@@ -556,13 +585,14 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     } else {
         write_header(h, out.ptr);
     }
+    timer.mark("header");
     return hb + (size_t)len;
 }
 
-// Min and max over the finite non-fill values of x (REL): false when there is none. scratch: 2 device words.
+// Queues the min and max keys of the finite non-fill values of x into scratch[0..1] (2 device words).
 template <typename T>
-bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch, cudaStream_t s,
-                  KernelTimer &timer, double &vmin, double &vmax) {
+void launch_range(const Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch,
+                  cudaStream_t s, KernelTimer &timer) {
     ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8, s));
     ZB_CUDA(cudaMemsetAsync(scratch + 1, 0, 8, s));
     const unsigned grid = (unsigned)std::min<uint64_t>((n + 1023) / 1024, (uint64_t)c.sm_count * 8);
@@ -571,11 +601,22 @@ bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsign
     else k_range<T, false><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
     ZB_LAUNCHED("k_range");
     timer.end();
-    const unsigned long long *keys = fetch_totals(c, scratch, 2, s);
+}
+
+// The range from keys fetched to the host: false when no value was usable.
+inline bool range_of_keys(const unsigned long long *keys, double &vmin, double &vmax) {
     if (keys[0] == ~0ull) return false;
     vmin = key_to_double(keys[0]);
     vmax = key_to_double(keys[1]);
     return true;
+}
+
+// Min and max over the finite non-fill values of x (REL): false when there is none. scratch: 2 device words.
+template <typename T>
+bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch, cudaStream_t s,
+                  KernelTimer &timer, double &vmin, double &vmax) {
+    launch_range(c, x, n, p, scratch, s, timer);
+    return range_of_keys(fetch_totals(c, scratch, 2, s), vmin, vmax);
 }
 
 // Raw passthrough of the n values (docs/FORMAT.md section 2) for header h (shape, mode, bound and eb set): from the
@@ -696,7 +737,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint4 *dense;
         uint32_t *mwords;
         uint4 *counts, *offs;
-        unsigned long long *scratch;  // [0..1] range keys, [2..7] totals
+        unsigned long long *scratch;  // [0..1] range keys, [2..7] totals, [8..] REL quantizer constants
         uint8_t *payload;
         uint32_t *crcs;
         void *temp;
@@ -708,12 +749,13 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.mwords = cv.take<uint32_t>(ntiles * 64);
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
-        b.scratch = cv.take<unsigned long long>(8);
+        b.scratch = cv.take<unsigned long long>(8 + div_up(sizeof(QuantParams), 8));  // + the REL quantizer constants
         b.payload = cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
     carve_from(c.arena[kArenaMain], carve);
+    timer.mark("carved");
     const T *x = d_x_in;
     if (!x) {
         upload(c, b.x, h_x, n * sizeof(T), s);
@@ -726,20 +768,26 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     h.mode = p.mode;
     h.bound = p.bound;
 
-    // ---- 1. the absolute bound
-    bool has_range = false;
-    double vmin = 0, vmax = 0;
-    if (p.mode == ZB_MODE_REL) has_range = device_range(c, x, n, p, b.scratch, s, timer, vmin, vmax);
-    h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-    const QuantParams qp = make_quant_params(h.eb, p.has_fill, p.fill_bits);
+    // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device by k_quantize (the host
+    //      derives the same bits below, from the keys fetched with the totals)
+    const bool rel = p.mode == ZB_MODE_REL;
+    if (rel) launch_range(c, x, n, p, b.scratch, s, timer);
+    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_rel_params)
     const Dims dm = make_dims(shape);
 
     // ---- 2. codes, flags, masks and per-tile counts
     timer.begin("quantize");
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
     const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
-    if (reinterpret_cast<uintptr_t>(x) % 16 == 0) k_quantize<T, true><<<qblocks, 256, 0, s>>>(x, n, qp, b.q, b.mwords);
-    else k_quantize<T, false><<<qblocks, 256, 0, s>>>(x, n, qp, b.q, b.mwords);
+    const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    QuantParams *d_qp = reinterpret_cast<QuantParams *>(b.scratch + 8);
+    if (rel) {
+        k_rel_params<<<1, 1, 0, s>>>(b.scratch, p.bound, p.has_fill, p.fill_bits, d_qp);
+        ZB_LAUNCHED("k_rel_params");
+    }
+    auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
+                               : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
+    quantize_kernel<<<qblocks, 256, 0, s>>>(x, n, qp, d_qp, b.q, b.mwords);
     ZB_LAUNCHED("k_quantize");
     timer.end();
     timer.begin("encode");
@@ -752,17 +800,23 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         scan_totals(t, 3, b.scratch + 2, s);
     }
     timer.end();
+    timer.mark("encode launched");
     {
-        const unsigned long long *tot = fetch_totals(c, b.scratch + 2, 3, s);
-        h.nonzero_code_blocks = tot[0];
-        h.escapes = tot[1];
-        h.exceptions = tot[2];
+        const unsigned long long *got = fetch_totals(c, b.scratch, 5, s);  // range keys, then the totals
+        double vmin = 0, vmax = 0;
+        const bool has_range = rel && range_of_keys(got, vmin, vmax);
+        h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
+        h.nonzero_code_blocks = got[2];
+        h.escapes = got[3];
+        h.exceptions = got[4];
     }
 
     // ---- 3. exceptions: values, edge mask, change bits (sizes depend on their count k)
     const uint64_t k = h.exceptions;
     ExceptionStage<T> ex;
+    timer.mark("totals");
     ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
+    timer.mark("exception plan");
 
     // ---- 4. layout, raw-passthrough decision
     h.version = lorenzo_fast_version(shape);

@@ -1,6 +1,7 @@
 // The CUDA backend's per-process context: device choice (ZBOUND_DEVICE), stream, arenas, pinned staging, events.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -312,6 +313,32 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
 
 // ---- timing ------------------------------------------------------------------------------------------------------
 
+namespace {
+
+bool host_marks_wanted() {
+    static const bool v = [] {
+        const char *e = std::getenv("ZBOUND_GPU_TIMING");
+        return e && std::strcmp(e, "host") == 0;
+    }();
+    return v;
+}
+
+double host_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+KernelTimer::KernelTimer(Context &c, cudaStream_t s) : c_(c), s_(s) {
+    if (host_marks_wanted()) t0_ = host_seconds();
+}
+
+void KernelTimer::mark(const char *name) {
+    if (!host_marks_wanted() || marks_ >= kMarks) return;
+    mark_names_[marks_] = name;
+    mark_at_[marks_++] = host_seconds() - t0_;
+}
+
 void KernelTimer::begin(const char *name) {
     if (open_ || used_ >= kTimerEvents) return;  // past the last pair the remaining work is not timed
     ZB_CUDA(cudaEventRecord(c_.timer[2 * used_], s_));
@@ -337,6 +364,11 @@ double KernelTimer::seconds() {
         ZB_CUDA(cudaEventElapsedTime(&ms, c_.timer[2 * i], c_.timer[2 * i + 1]));
         total += ms * 1e-3;
         if (print) line += std::string(" ") + (names_[i] ? names_[i] : "?") + " " + std::to_string(ms) + " ms;";
+    }
+    if (print && marks_) {
+        line += " host:";
+        for (int i = 0; i < marks_; ++i)
+            line += std::string(" ") + mark_names_[i] + " " + std::to_string((int)(mark_at_[i] * 1e6)) + " us;";
     }
     if (print) std::fprintf(stderr, "zbound gpu timing:%s total %.3f ms\n", line.c_str(), total * 1e3);
     return total;

@@ -146,20 +146,28 @@ void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
 
 // Accumulates the time of bracketed kernel regions with CUDA events; seconds() synchronizes on the events. With
-// ZBOUND_GPU_TIMING set in the environment, seconds() also prints each named region's time to stderr.
+// ZBOUND_GPU_TIMING set in the environment, seconds() also prints each named region's time to stderr; with
+// ZBOUND_GPU_TIMING=host it prints as well the host clock at each mark() since the timer was made (where a
+// chunk-sized call spends its time between launches and synchronizations).
 class KernelTimer {
 public:
-    KernelTimer(Context &c, cudaStream_t s) : c_(c), s_(s) {}
+    KernelTimer(Context &c, cudaStream_t s);
     void begin(const char *name);
     void end();
+    void mark(const char *name);
     double seconds();
 
 private:
+    static constexpr int kMarks = 24;
     Context &c_;
     cudaStream_t s_;
     int used_ = 0;
     bool open_ = false;
     const char *names_[kTimerEvents] = {};
+    double t0_ = 0;  // host seconds at construction, when marks are kept
+    int marks_ = 0;
+    const char *mark_names_[kMarks] = {};
+    double mark_at_[kMarks] = {};
 };
 
 // ---- shared pieces implemented in separate .cu files ---------------------------------------------------------------

@@ -203,6 +203,7 @@ zb_status decompress_on_device(gpu::Context &c, cudaStream_t s, const uint8_t *d
     std::memset(hdr, 0, max_header);
     if (hcopy) ZB_CUDA(cudaMemcpyAsync(hdr, d_src, hcopy, cudaMemcpyDeviceToHost, s));
     ZB_CUDA(cudaStreamSynchronize(s));
+    timer.mark("header");
     Header h;
     if (zb_status st = read_header(hdr, src_len, h, msg, false)) return st;
     if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);

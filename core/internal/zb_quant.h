@@ -2,6 +2,7 @@
 // Host and device share this code; it contains no expression a compiler could contract into an FMA.
 #pragma once
 #include <cstdint>
+#include <cfloat>
 #include <cmath>
 #include "zb_hd.h"
 
@@ -67,7 +68,9 @@ struct QuantParams {
     uint64_t fill_bits;
 };
 
-inline QuantParams make_quant_params(double eb, int has_fill, uint64_t fill_bits) {
+// On the device too (the GPU's fast encoder derives them there from the value range, without a host round trip):
+// the product, the quotient and the doubling are IEEE operations that round the same way on both.
+ZB_HD QuantParams make_quant_params(double eb, int has_fill, uint64_t fill_bits) {
     QuantParams p;
     p.eb = eb;
     p.twoeb = 2.0 * eb;
@@ -93,6 +96,14 @@ ZB_HD double sub_rn(double a, double b) {
 #else
     return a - b;
 #endif
+}
+
+// The absolute bound of a REL bound over the finite range [vmin, vmax] (derive_abs_bound, zb_format.h): bound *
+// (vmax - vmin), and +0 for every non-positive or non-finite result. Shared by the host and the GPU's encoder so that
+// both derive the same bits.
+ZB_HD double rel_abs_bound(double bound, double vmin, double vmax) {
+    const double eb = mul_rn(bound, sub_rn(vmax, vmin));
+    return (eb > 0 && eb <= DBL_MAX) ? eb : 0.0;
 }
 
 template <typename T> ZB_HD T dequantize(int32_t q, double twoeb) { return (T)mul_rn((double)q, twoeb); }

@@ -17,8 +17,7 @@ double derive_abs_bound(zb_mode mode, double bound, bool has_range, double vmin,
     if (!has_range) return 0.0;
     // min/max of +0 and -0 depend on evaluation order (thread count, backend), so a zero range may come out as
     // -0: every non-positive or non-finite result is the canonical +0, so the header bytes never depend on it.
-    const double eb = bound * (vmax - vmin);
-    return (eb > 0 && std::isfinite(eb)) ? eb : 0.0;
+    return rel_abs_bound(bound, vmin, vmax);
 }
 
 void resolve_pipeline(const zb_params &p, uint8_t &predictor, uint8_t &encoder) {
