@@ -1,5 +1,10 @@
 // CUB scans used by the encoder and the decoder, kept in one translation unit so that CUB is compiled once.
 // Every scan is over 32-bit unsigned values; sums wrap mod 2^32, which is exactly the Lorenzo arithmetic.
+//
+// Up to kOneBlockItems items (the per-tile counts of arrays up to 64 MB of f32, the exception stages' flag and word
+// counts at chunk sizes) a scan is one launch of one block instead of CUB's two: a chunk-sized call makes up to a
+// dozen of them, and each launch costs about 3 us of host time (H200), more than such a scan's GPU time.
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
@@ -29,23 +34,53 @@ void need_32bit(uint64_t n) {
     if (n > 0xFFFFFFFFull) fail(ZB_ERR_INTERNAL, "scan of more than 2^32 items");
 }
 
+constexpr int kOneBlockThreads = 1024;
+constexpr int kOneBlockPerThread = 8;
+constexpr uint64_t kOneBlockItems = (uint64_t)kOneBlockThreads * kOneBlockPerThread;
+
+// Exclusive scan of n <= kOneBlockItems items by one block (each thread a run of consecutive items).
+template <typename V, typename Op>
+__global__ void __launch_bounds__(kOneBlockThreads)
+k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op op, V init) {
+    using Scan = cub::BlockScan<V, kOneBlockThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    V items[kOneBlockPerThread];
+    const uint32_t first = threadIdx.x * kOneBlockPerThread;
+#pragma unroll
+    for (int k = 0; k < kOneBlockPerThread; ++k) items[k] = first + k < n ? in[first + k] : init;
+    Scan(tmp).ExclusiveScan(items, items, init, op);
+#pragma unroll
+    for (int k = 0; k < kOneBlockPerThread; ++k)
+        if (first + k < n) out[first + k] = items[k];
+}
+
+// The scan of n items with CUB's two-phase protocol (temp == nullptr: only temp_bytes is set, always CUB's size so
+// that one buffer serves both paths); one block where n is small.
+template <typename V, typename Op>
+void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_t n, Op op, V init, cudaStream_t s) {
+    need_32bit(n);
+    if (temp && n > 0 && n <= kOneBlockItems) {
+        k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init);
+        ZB_LAUNCHED("k_scan_one_block");
+        return;
+    }
+    ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, op, init, (uint32_t)n, s));
+}
+
+
 }  // namespace
 
 void exclusive_sum(void *temp, size_t &temp_bytes, const uint32_t *in, uint32_t *out, uint64_t n, cudaStream_t s) {
-    need_32bit(n);
-    ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, AddU32(), 0u, (uint32_t)n, s));
+    exclusive_scan(temp, temp_bytes, in, out, n, AddU32(), 0u, s);
 }
 
 void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n, cudaStream_t s) {
-    need_32bit(n);
-    ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, AddU4(), make_uint4(0, 0, 0, 0), (uint32_t)n,
-                                           s));
+    exclusive_scan(temp, temp_bytes, in, out, n, AddU4(), make_uint4(0, 0, 0, 0), s);
 }
 
 void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,
                              cudaStream_t s) {
-    need_32bit(n);
-    ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, SegSumU2(), make_uint2(0, 0), (uint32_t)n, s));
+    exclusive_scan(temp, temp_bytes, in, out, n, SegSumU2(), make_uint2(0, 0), s);
 }
 
 size_t exclusive_sum_temp_bytes(std::initializer_list<uint64_t> lengths, cudaStream_t s) {
