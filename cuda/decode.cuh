@@ -704,14 +704,15 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         }
     }
 
-    // Error word and piece CRCs back to the host; the values only once they are known to be good.
+    // Payload checksum compared on the device, the error word back to the host; the values only once they are
+    // known to be good.
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
     timer.mark("launched");
+    if (verify_crc) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, s);
     ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
-    const HostCrcs crcs(c, b.crcs, verify_crc ? len : 0, s);
     ZB_CUDA(cudaStreamSynchronize(s));
     timer.mark("checked");
-    if (verify_crc && crcs.combined() != h.payload_crc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
+    if (*err_host & kErrPayloadCrc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");
     if (*err_host) fail(ZB_ERR_CORRUPT, error_text(*err_host));
     if (!dst_on_device) {
         download(c, dst, out, n * sizeof(T), s);

@@ -12,8 +12,9 @@
 //   CUB exclusive scan of the per-tile counts -> sync (range keys; counts of blocks, escapes, exceptions)
 //   only if exceptions: gather their values, edge mask, change bits, their sparse flags and counts -> sync
 //   fast_layout (host) and the raw-passthrough decision; then the segments are written at their final offsets:
-//   sparse copy of code blocks, escapes, edge and change masks, run values; CRC-32C of each 64 KiB piece
-//   download (or device copy) of the payload, header written on the host with the combined payload checksum.
+//   sparse copy of code blocks, escapes, edge and change masks, run values (into the caller's device buffer, after
+//   the header, when it has room for a raw stream); CRC-32C of each 64 KiB piece; device output: header copied from
+//   the host with a zero payload checksum and sealed by the GPU -> sync; host output: download, header on the host.
 #pragma once
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -557,8 +558,11 @@ inline const unsigned long long *fetch_totals(Context &c, const unsigned long lo
     fail(ZB_ERR_BUFFER_TOO_SMALL, "output buffer too small: " + std::to_string(need) + " bytes needed");
 }
 
-// Finishes a stream whose payload (payload_len bytes at d_payload, device) is complete: payload checksum from the
-// GPU piece CRCs, header on the host, both delivered to `out`. Returns the stream length.
+// Finishes a stream whose payload (payload_len bytes at d_payload, device) is complete: piece CRCs on the GPU, the
+// header delivered to `out`. Returns the stream length. Device output: the payload is copied after the header
+// unless it was written there already (d_payload == out.ptr + header bytes); the host writes the header with a zero
+// payload checksum, the GPU seals it (seal_payload_crc): one synchronization. Host output: the payload and piece
+// CRCs are downloaded and the header written on the host.
 inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uint32_t *d_crcs,
                             const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
     const uint64_t len = h.payload_bytes();
@@ -567,24 +571,24 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     timer.begin("crc");
     piece_crcs(c, d_payload, len, d_crcs, s);
     timer.end();
-    const HostCrcs crcs(c, d_crcs, len, s);
     if (out.on_device) {
-        if (len) ZB_CUDA(cudaMemcpyAsync(out.ptr + hb, d_payload, len, cudaMemcpyDeviceToDevice, s));
-        ZB_CUDA(cudaStreamSynchronize(s));
-    } else {
-        download(c, out.ptr + hb, d_payload, len, s);  // synchronizes, so crcs is ready too
-        ZB_CUDA(cudaStreamSynchronize(s));
-    }
-    timer.mark("payload");
-    h.payload_crc = crcs.combined();
-    if (out.on_device) {
-        uint8_t *hdr = c.host_small;  // pinned, kHostCrcOffset >= any header (the CRCs are read by now)
+        if (len && d_payload != out.ptr + hb)
+            ZB_CUDA(cudaMemcpyAsync(out.ptr + hb, d_payload, len, cudaMemcpyDeviceToDevice, s));
+        h.payload_crc = 0;
+        uint8_t *hdr = c.host_small;  // pinned, and free: every earlier result has been read
         write_header(h, hdr);
         ZB_CUDA(cudaMemcpyAsync(out.ptr, hdr, hb, cudaMemcpyHostToDevice, s));
-        ZB_CUDA(cudaStreamSynchronize(s));
-    } else {
-        write_header(h, out.ptr);
+        seal_payload_crc(c, d_crcs, len, out.ptr + hb - 8, s);
+        ZB_CUDA(cudaStreamSynchronize(s));  // also keeps hdr untouched until its copy is done
+        timer.mark("sealed");
+        return hb + (size_t)len;
     }
+    const HostCrcs crcs(c, d_crcs, len, s);
+    download(c, out.ptr + hb, d_payload, len, s);  // synchronizes, so crcs is ready too
+    ZB_CUDA(cudaStreamSynchronize(s));
+    timer.mark("payload");
+    h.payload_crc = crcs.combined();
+    write_header(h, out.ptr);
     timer.mark("header");
     return hb + (size_t)len;
 }
@@ -728,6 +732,14 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const uint64_t ntiles = code_tiles(n);
     const size_t raw_bytes = raw_stream_bytes(dtype, n);
 
+    // Device output that can hold a raw stream (so any compressed one: a compressed stream is only written when it
+    // is shorter) and segment 0, which k_encode writes before that choice; with the payload's start 4-byte aligned,
+    // the segments are written in place, after the header, and no payload copy is needed.
+    const size_t fast_hb = kHeaderFixedBytes + 16 * (size_t)kFastSegmentCount + 8;
+    const size_t before_choice = fast_hb + ntiles * kTileFlagBytes;
+    const bool in_place = out.on_device && out.capacity >= std::max(raw_bytes, before_choice) &&
+                          reinterpret_cast<uintptr_t>(out.ptr + fast_hb) % 4 == 0;
+
     // ---- main arena: input (host API), tile buffers, payload, scan temporaries
     size_t scan_bytes = 0;
     exclusive_sum4(nullptr, scan_bytes, nullptr, nullptr, ntiles, s);
@@ -750,7 +762,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
         b.scratch = cv.take<unsigned long long>(8 + div_up(sizeof(QuantParams), 8));  // + the REL quantizer constants
-        b.payload = cv.take<uint8_t>(raw_bytes);
+        b.payload = in_place ? out.ptr + fast_hb : cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
     };

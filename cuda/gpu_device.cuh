@@ -45,6 +45,7 @@ enum DecodeError : uint32_t {
     kErrEdgeBits = 1u << 4,     // edge-mask bits past the end, or exception count mismatch
     kErrChangeSparse = 1u << 5, // change-bit flags / blocks inconsistent
     kErrChangeBits = 1u << 6,   // change bits past the end, first bit not set, or run count mismatch
+    kErrPayloadCrc = 1u << 15,  // the payload checksum differs from the header's (reported before any other bit)
 };
 
 __device__ __forceinline__ void set_error(uint32_t *err, uint32_t bit) { atomicOr(err, bit); }

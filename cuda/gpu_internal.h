@@ -107,7 +107,8 @@ struct Context {
     cudaEvent_t pinned_done[kStagingSlots] = {};
     size_t pinned_bytes = 0;  // per slot
     cudaEvent_t timer[2 * kTimerEvents] = {};
-    // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
+    // CRC-32C tables on the device: 4 slicing tables (4 x 256), 17 shift matrices (17 x 32), then byte-sliced forms
+    // of the shifts by 2^8 .. 2^16 bytes (9 x 4 x 256); see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
     // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
     // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
@@ -175,6 +176,16 @@ private:
 // CRC-32C of every 64 KiB piece of `payload` (device memory) into d_out[ceil(len / 64 KiB)].
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s);
 inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
+
+// The payload checksum of a len-byte payload from its piece CRCs (d_crcs), on the device, in one launch and without
+// a round trip to the host.
+// seal_payload_crc: d_field is the header's payload-checksum field in device memory (the header ends 8 bytes
+// later), written by write_header with a zero checksum; the kernel stores the checksum there and corrects the
+// header's own CRC that follows it.
+void seal_payload_crc(const Context &c, const uint32_t *d_crcs, uint64_t len, uint8_t *d_field, cudaStream_t s);
+// check_payload_crc: sets errbit in *d_err when the checksum differs from `expected` (the header's).
+void check_payload_crc(const Context &c, const uint32_t *d_crcs, uint64_t len, uint32_t expected, uint32_t *d_err,
+                       uint32_t errbit, cudaStream_t s);
 
 // The piece CRCs of a len-byte payload (d_crcs, device) on their way to the host: queued on `s` by the constructor,
 // readable after the next synchronization of `s`. They land in the context's pinned scratch when they fit (payloads

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <string>
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
 #if ZBOUND_TEST_CUDA
@@ -54,6 +55,18 @@ void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, con
     std::vector<uint8_t> got(len);
     CUDA_OK(cudaMemcpy(got.data(), stream_buf.p + misalign, len, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(got == ref.bytes) << "device stream differs from the CPU's: " << gput::first_difference(ref.bytes, got);
+    {
+        // Room for this stream only, not for a raw one: the encoder assembles the payload apart and copies it (with
+        // room, and a 4-byte aligned payload start, it writes the segments in place).
+        size_t exact = 0;
+        ASSERT_EQ(zb_compress_device(&p, zbt::dtype_of<T>(), src_p, (int)dims.size(), dims.data(),
+                                     stream_buf.p + misalign, len, &exact, stream, nullptr),
+                  ZB_OK)
+            << zb_last_error();
+        std::vector<uint8_t> again(exact);
+        CUDA_OK(cudaMemcpy(again.data(), stream_buf.p + misalign, exact, cudaMemcpyDeviceToHost));
+        EXPECT_TRUE(again == ref.bytes) << "exact-capacity stream differs: " << gput::first_difference(ref.bytes, again);
+    }
 
     ASSERT_EQ(zb_decompress_device(stream_buf.p + misalign, len, out.p + misalign, vbytes, stream, &st), ZB_OK)
         << zb_last_error();
@@ -86,6 +99,7 @@ void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, con
     CUDA_OK(cudaMemcpy(stream_buf.p, bad.data(), bad.size(), cudaMemcpyHostToDevice));
     EXPECT_EQ(zb_decompress_device(stream_buf.p, bad.size(), out.p, vbytes, stream, nullptr), ZB_ERR_CORRUPT)
         << zb_last_error();
+    EXPECT_NE(std::string(zb_last_error()).find("payload checksum mismatch"), std::string::npos) << zb_last_error();
     bad = got;
     bad[20] ^= 1;  // header field: the header checksum catches it
     CUDA_OK(cudaMemcpy(stream_buf.p, bad.data(), bad.size(), cudaMemcpyHostToDevice));
