@@ -101,7 +101,7 @@ zb_status compress_host(const zb_params &user_p, zb_dtype dtype, const void *src
     zb_params p;
     if (!gpu_pipeline(user_p, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
     return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
-        gpu::KernelTimer timer(c, s);
+        gpu::KernelTimer timer(c, s, stats != nullptr);
         const gpu::StreamTarget out{false, static_cast<uint8_t *>(dst), dst_capacity};
         size_t len;
         if (dtype == ZB_F64) {
@@ -123,7 +123,7 @@ zb_status decompress_host(const Header &h, const uint8_t *src, void *dst, zb_run
     const double t0 = now_seconds();
     if (h.shape.n > gpu::kMaxValues) return too_large(msg, h.shape.n);
     return leased(msg, true, nullptr, [&](gpu::Context &c, cudaStream_t s) -> zb_status {
-        gpu::KernelTimer timer(c, s);
+        gpu::KernelTimer timer(c, s, stats != nullptr);
         const uint8_t *payload = src + h.header_bytes();
         // The payload checksum was verified by read_header on the host.
         if (!fast_layout_version(h.version)) {
@@ -160,7 +160,7 @@ zb_status compress_on_device(gpu::Context &c, cudaStream_t s, const zb_params &u
     bool v2 = false;
     zb_params p;
     if (!gpu_pipeline(chosen, p, v2, msg)) return ZB_ERR_UNSUPPORTED;
-    gpu::KernelTimer timer(c, s);
+    gpu::KernelTimer timer(c, s, stats != nullptr);
     size_t len;
     if (dtype == ZB_F64) {
         const double *x = static_cast<const double *>(d_src);
@@ -195,7 +195,7 @@ zb_status compress_device(const zb_params &p, zb_dtype dtype, const void *d_src,
 // zb_decompress_device's work on a leased context and stream s.
 zb_status decompress_on_device(gpu::Context &c, cudaStream_t s, const uint8_t *d_src, size_t src_len, void *d_dst,
                                size_t dst_capacity, double t0, zb_run_stats *stats, std::string &msg) {
-    gpu::KernelTimer timer(c, s);
+    gpu::KernelTimer timer(c, s, stats != nullptr);
     // The header is parsed on the host: copy at most the largest header there is.
     const size_t max_header = kHeaderFixedBytes + 16 * kMaxSegments + 8;
     const size_t hcopy = src_len < max_header ? src_len : max_header;
@@ -263,7 +263,7 @@ zb_status run_batch(size_t count, cudaStream_t caller, zb_status *statuses, zb_r
     auto worker = [&] {
         for (size_t i; (i = next.fetch_add(1)) < count;) {
             per[i] = zb_run_stats{};
-            st[i] = item(i, &per[i], msgs[i]);
+            st[i] = item(i, stats ? &per[i] : nullptr, msgs[i]);  // no statistics asked: no kernel timing
         }
     };
     const size_t nthreads = std::min<size_t>(count, (size_t)gpu::pool_size());

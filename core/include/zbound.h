@@ -78,7 +78,8 @@ typedef struct zb_params {
     int threads;            /**< CPU threads, 0 = ZBOUND_THREADS or all cores */
 } zb_params;
 
-/** Timings and choices of one call (optional output). */
+/** Timings and choices of one call (optional output). On the GPU the kernel time is measured only for callers that
+ *  pass one (the CUDA events cost host time: a few microseconds per call, visible on chunks of a few MB). */
 typedef struct zb_run_stats {
     zb_backend backend_used; /**< ZB_BACKEND_CPU or ZB_BACKEND_GPU */
     double kernel_seconds;   /**< GPU: sum of kernel time measured with CUDA events; CPU: compute time */

@@ -27,6 +27,24 @@ struct DeviceBuffer {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// Runs call(stats) warmup + repeat times, twice each: once timed by the wall clock without statistics (a caller
+// that asks for none gets no kernel timing, which costs host time of its own), once with statistics for the kernel
+// time. Keeps the timed ones after the warm-up.
+template <typename Call>
+void timed_pairs(int warmup, int repeat, std::vector<double> &wall, std::vector<double> &kernel, Call &&call) {
+    for (int i = 0; i < warmup + repeat; ++i) {
+        const double t0 = now();
+        call(nullptr);
+        const double t = now() - t0;
+        zb_run_stats st{};
+        call(&st);
+        if (i >= warmup) {
+            wall.push_back(t);
+            kernel.push_back(st.kernel_seconds);
+        }
+    }
+}
+
 }  // namespace
 
 DeviceRun run_device_resident(const zb_params &p, zb_dtype dtype, const std::vector<uint8_t> &src,
@@ -49,29 +67,15 @@ DeviceRun run_device_resident(const zb_params &p, zb_dtype dtype, const std::vec
     zb_params dp = p;
     dp.backend = ZB_BACKEND_GPU;
     size_t len = 0;
-    for (int i = 0; i < warmup + repeat; ++i) {
-        zb_run_stats st{};
-        const double t0 = now();
+    timed_pairs(warmup, repeat, r.comp_wall, r.comp_kernel, [&](zb_run_stats *st) {
         check_status(zb_compress_device(&dp, dtype, d_src.p, (int)dims.size(), dims.data(), d_stream.p, cap, &len,
-                                        nullptr, &st),
+                                        nullptr, st),
                      "device-resident compress");
-        const double t = now() - t0;
-        if (i >= warmup) {
-            r.comp_wall.push_back(t);
-            r.comp_kernel.push_back(st.kernel_seconds);
-        }
-    }
-    for (int i = 0; i < warmup + repeat; ++i) {
-        zb_run_stats st{};
-        const double t0 = now();
-        check_status(zb_decompress_device(d_stream.p, len, d_out.p, src.size(), nullptr, &st),
+    });
+    timed_pairs(warmup, repeat, r.decomp_wall, r.decomp_kernel, [&](zb_run_stats *st) {
+        check_status(zb_decompress_device(d_stream.p, len, d_out.p, src.size(), nullptr, st),
                      "device-resident decompress");
-        const double t = now() - t0;
-        if (i >= warmup) {
-            r.decomp_wall.push_back(t);
-            r.decomp_kernel.push_back(st.kernel_seconds);
-        }
-    }
+    });
     r.stream.resize(len);
     r.decoded.resize(src.size());
     if (cudaMemcpy(r.stream.data(), d_stream.p, len, cudaMemcpyDeviceToHost) != cudaSuccess ||
@@ -117,31 +121,17 @@ DeviceRun run_device_batch(const zb_params &p, zb_dtype dtype, const std::vector
     zb_params dp = p;
     dp.backend = ZB_BACKEND_GPU;
     std::vector<size_t> lens(batch, 0);
-    for (int i = 0; i < warmup + repeat; ++i) {
-        zb_run_stats st{};
-        const double t0 = now();
+    timed_pairs(warmup, repeat, r.comp_wall, r.comp_kernel, [&](zb_run_stats *st) {
         check_status(zb_compress_device_batch(&dp, dtype, (int)dims.size(), dims.data(), batch, srcs.data(),
-                                              streams.data(), cap, lens.data(), nullptr, nullptr, &st),
+                                              streams.data(), cap, lens.data(), nullptr, nullptr, st),
                      "device-resident batch compress");
-        const double t = now() - t0;
-        if (i >= warmup) {
-            r.comp_wall.push_back(t);
-            r.comp_kernel.push_back(st.kernel_seconds);
-        }
-    }
+    });
     std::vector<const void *> ins(streams.begin(), streams.end());
-    for (int i = 0; i < warmup + repeat; ++i) {
-        zb_run_stats st{};
-        const double t0 = now();
+    timed_pairs(warmup, repeat, r.decomp_wall, r.decomp_kernel, [&](zb_run_stats *st) {
         check_status(zb_decompress_device_batch(batch, ins.data(), lens.data(), outs.data(), src.size(), nullptr,
-                                                nullptr, &st),
+                                                nullptr, st),
                      "device-resident batch decompress");
-        const double t = now() - t0;
-        if (i >= warmup) {
-            r.decomp_wall.push_back(t);
-            r.decomp_kernel.push_back(st.kernel_seconds);
-        }
-    }
+    });
     r.stream.resize(lens[0]);
     r.decoded.resize(src.size());
     std::vector<uint8_t> other;

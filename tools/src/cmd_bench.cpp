@@ -39,7 +39,8 @@ std::vector<OptionSpec> bench_specs() {
          "sweep array sizes (the input cropped or tiled along its slowest dim to each size in MB): host-resident "
          "runs through zb_compress/zb_decompress and, where there is a GPU and the backend is not cpu, "
          "device-resident runs through zb_compress_device/zb_decompress_device with buffers allocated before the "
-         "timed loop, and batched ones (residency batchN: N device copies of the array per "
+         "timed loop (wall time of calls without statistics; kernel time from a second, untimed call with them), "
+         "and batched ones (residency batchN: N device copies of the array per "
          "zb_compress_device_batch call, about 1 GB in all; GB/s of all N)"},
         {nullptr, "--thread-sweep", "T[,T..]",
          "compress and decompress with each CPU thread count in turn, call by call (a round is one call of each), "
