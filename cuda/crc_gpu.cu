@@ -1,16 +1,16 @@
-// CRC-32C of 64 KiB payload pieces on the GPU (docs/FORMAT.md section 6).
+// CRC-32C of 64 KiB payload pieces on the GPU (docs/FORMAT.md section 6), and the payload checksum made from them.
 //
-// One block of 256 threads per piece. Each thread computes the "raw" CRC (register starting at 0, no final xor) of
-// its own 256-byte slice with slicing-by-4 tables. The CRC register update is linear over GF(2), so
+// Each thread computes the "raw" CRC (register starting at 0, no final xor) of its own slice with slicing-by-4
+// tables. The CRC register update is linear over GF(2), so
 //     raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B)
-// where shift(v, k) runs the register over k zero bytes. The piece's CRC is therefore the xor over threads of
-// shift(raw(0, slice_j), bytes after slice_j), xor shift(0xFFFFFFFF, piece length), then the final xor. shift() by
-// 2^b bytes is a 32x32 bit matrix; any length is a product of those for the set bits of the length.
+// where shift(v, k) runs the register over k zero bytes: slices combine into blocks, blocks into pieces, and a
+// piece's CRC is shift(0xFFFFFFFF, piece length) xor its raw CRC, then the final xor. shift() by 2^b bytes is a
+// 32x32 bit matrix, any length a product of those for the set bits of the length.
 //
-// Why short slices: a thread's table steps form one dependent chain, behind its loads. With 2 KiB per thread (one
-// warp per piece) a call spent about 100 us here whatever the payload size (H200: half of a 4 MB call); 256 bytes
-// per thread take 27 us at 4 MB and 0.12 ms for the 125 MB payload of 1 GB. 64 bytes per thread (1024-thread
-// blocks) were no faster at 4 MB and took 0.21 ms at 1 GB.
+// Why the slice sizes: a thread's table steps form one dependent chain behind its loads, and a block's shared-memory
+// lookups conflict. One block of 256 threads x 256 bytes per piece gave a 4 MB call (0.5 MB of payload: 8 blocks)
+// a 14 us CRC kernel (ncu, H200, caches not flushed); 16-byte slices combined in a tree spread it over the GPU: 9 us.
+// At 1 GB, 256-byte slices keep the shifts few per byte (0.11 ms for 125 MB).
 //
 // The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc, one block, computes it the same way
 // on the device, so that neither the encoder (which seals the header in device memory) nor the decoder (which
@@ -23,52 +23,39 @@ namespace zb {
 namespace gpu {
 namespace {
 
-constexpr int kCrcThreads = 256;           // per block; one block per piece
-constexpr int kSliceBytes = 256;           // per thread
-constexpr int kSliceWords = kSliceBytes / 4;
+constexpr int kCrcThreads = 256;           // per block
+constexpr int kSliceBytes = 256;           // per thread in block_raw_crc (one block per piece)
 constexpr int kShiftMatrices = 17;         // shifts by 2^0 .. 2^16 bytes
 constexpr int kCrcWords = 4 * 256 + kShiftMatrices * 32;    // copied into each block's shared memory
-// Shifts by 2^8 .. 2^16 bytes also as byte-sliced tables (4 x 256 words each: the matrix applied to each byte value
-// in each byte position), read through the cache: 4 independent lookups per shift instead of one dependent step per
-// set bit of the value. They follow the kCrcWords in the device table.
-constexpr int kByteShiftFirst = 8, kByteShifts = kShiftMatrices - kByteShiftFirst;
-constexpr int kAllCrcWords = kCrcWords + kByteShifts * 1024;
 
 static_assert(kCrcThreads * kSliceBytes == (int)kChecksumPiece, "one block covers one checksum piece");
 
-// Applies a 32x32 GF(2) matrix (column i = image of bit i) to v.
+// Applies a 32x32 GF(2) matrix (column i = image of bit i, in shared memory) to v: 32 independent loads, the same
+// word for every lane that applies the same matrix (a broadcast). A loop over the set bits of v instead made a
+// dependent chain of loads at lane-varying addresses.
 __device__ __forceinline__ uint32_t gf2_apply(const uint32_t *m, uint32_t v) {
     uint32_t r = 0;
-    while (v) {
-        const int i = __ffs(v) - 1;
-        r ^= m[i];
-        v &= v - 1;
-    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) r ^= ((v >> i) & 1u) ? m[i] : 0u;
     return r;
 }
 
-// Runs the CRC register over `len` zero bytes (len < 2^17): the low 8 bits of len by the bit matrices (mats, in
-// shared memory), the others by the byte-sliced tables (bytes_g, global memory). The shifts commute (powers of one
-// operator), so the order does not matter.
-__device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, const uint32_t *__restrict__ bytes_g, uint32_t v,
-                                              uint32_t len) {
-    for (uint32_t low = len & 0xFFu; low; low &= low - 1) v = gf2_apply(mats + 32 * (__ffs(low) - 1), v);
-    for (uint32_t high = len >> kByteShiftFirst; high; high &= high - 1) {
-        const uint32_t *t = bytes_g + 1024 * (__ffs(high) - 1);
-        v = __ldg(t + (v & 0xFF)) ^ __ldg(t + 256 + ((v >> 8) & 0xFF)) ^ __ldg(t + 512 + ((v >> 16) & 0xFF)) ^
-            __ldg(t + 768 + (v >> 24));
-    }
+// Runs the CRC register over `len` zero bytes (len < 2^17), one matrix per set bit of len. The shifts commute
+// (powers of one operator), so the order does not matter.
+__device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, uint32_t v, uint32_t len) {
+    for (; len; len &= len - 1) v = gf2_apply(mats + 32 * (__ffs(len) - 1), v);
     return v;
 }
 
-// The raw CRC of one whole slice that starts at a 4-byte aligned address (all loads issued before the chain).
-template <bool kAligned16>
+// The raw CRC of one whole slice of kWords words that starts at a 4-byte aligned address (all loads issued before
+// the chain).
+template <int kWords, bool kAligned16>
 __device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *t0, const uint32_t *t1,
                                               const uint32_t *t2, const uint32_t *t3) {
-    uint32_t w[kSliceWords];
+    uint32_t w[kWords];
     if (kAligned16) {
 #pragma unroll
-        for (int i = 0; i < kSliceWords / 4; ++i) {
+        for (int i = 0; i < kWords / 4; ++i) {
             const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p) + i);
             w[4 * i] = v.x;
             w[4 * i + 1] = v.y;
@@ -77,11 +64,11 @@ __device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *
         }
     } else {
 #pragma unroll
-        for (int i = 0; i < kSliceWords; ++i) w[i] = __ldg(reinterpret_cast<const uint32_t *>(p) + i);
+        for (int i = 0; i < kWords; ++i) w[i] = __ldg(reinterpret_cast<const uint32_t *>(p) + i);
     }
     uint32_t c = 0;
 #pragma unroll
-    for (int i = 0; i < kSliceWords; ++i) {
+    for (int i = 0; i < kWords; ++i) {
         c ^= w[i];
         c = t3[c & 0xFF] ^ t2[(c >> 8) & 0xFF] ^ t1[(c >> 16) & 0xFF] ^ t0[c >> 24];
     }
@@ -94,24 +81,44 @@ __device__ __forceinline__ void load_tables(uint32_t *tab, const uint32_t *__res
     __syncthreads();
 }
 
+// The raw CRC (register from 0, no final xor) of data[s, e), e - s <= S, by one thread: whole aligned slices with
+// slice_crc, anything else byte by byte.
+template <int S>
+__device__ __forceinline__ uint32_t range_crc(const uint8_t *__restrict__ data, uint64_t s, uint64_t e,
+                                              const uint32_t *tab) {
+    const uint32_t *t0 = tab, *t1 = tab + 256, *t2 = tab + 512, *t3 = tab + 768;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(data + s);
+    if (e - s == S && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, t0, t1, t2, t3);
+    if (e - s == S && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, t0, t1, t2, t3);
+    uint32_t c = 0;
+    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (the piece CRCs in k_payload_crc)
+        const int nw = (int)((e - s) / 4);
+        uint32_t w[S / 4];
+#pragma unroll
+        for (int i = 0; i < S / 4; ++i) w[i] = i < nw ? __ldg(reinterpret_cast<const uint32_t *>(data + s) + i) : 0u;
+#pragma unroll
+        for (int i = 0; i < S / 4; ++i)
+            if (i < nw) {
+                c ^= w[i];
+                c = t3[c & 0xFF] ^ t2[(c >> 8) & 0xFF] ^ t1[(c >> 16) & 0xFF] ^ t0[c >> 24];
+            }
+        return c;
+    }
+    // a partial slice of odd length, or data that is not 4-byte aligned
+    for (uint64_t pos = s; pos < e; ++pos) c = t0[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+    return c;
+}
+
 // The raw CRC (register from 0, no final xor) of data[pstart, pend), at most one piece, by the block's threads;
 // every thread returns it. warp_xor: kCrcThreads / 32 words of shared memory. Contains barriers: call it from every
 // thread of the block.
 __device__ uint32_t block_raw_crc(const uint8_t *__restrict__ data, uint64_t pstart, uint64_t pend,
-                                  const uint32_t *tab, const uint32_t *__restrict__ bytes_g, uint32_t *warp_xor) {
-    const uint32_t *t0 = tab, *t1 = tab + 256, *t2 = tab + 512, *t3 = tab + 768, *mats = tab + 1024;
+                                  const uint32_t *tab, uint32_t *warp_xor) {
     const uint64_t s = min(pend, pstart + (uint64_t)threadIdx.x * kSliceBytes);
     const uint64_t e = min(pend, s + kSliceBytes);
-    uint32_t c = 0;
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(data + s);
-    if (e - s == kSliceBytes && addr % 16 == 0) {
-        c = slice_crc<true>(data + s, t0, t1, t2, t3);
-    } else if (e - s == kSliceBytes && addr % 4 == 0) {
-        c = slice_crc<false>(data + s, t0, t1, t2, t3);
-    } else {  // a partial slice, or data that is not 4-byte aligned
-        for (uint64_t pos = s; pos < e; ++pos) c = t0[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
-    }
-    uint32_t contrib = crc_shift(mats, bytes_g, c, (uint32_t)(pend - e));
+    const uint32_t c = range_crc<kSliceBytes>(data, s, e, tab);
+    const uint32_t *mats = tab + 1024;
+    uint32_t contrib = crc_shift(mats, c, (uint32_t)(pend - e));
     for (int o = 16; o; o >>= 1) contrib ^= __shfl_xor_sync(0xFFFFFFFFu, contrib, o);
     if ((threadIdx.x & 31) == 0) warp_xor[threadIdx.x >> 5] = contrib;
     __syncthreads();
@@ -121,18 +128,46 @@ __device__ uint32_t block_raw_crc(const uint8_t *__restrict__ data, uint64_t pst
     return all;
 }
 
+// Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
+// work per byte low), blocks of 256 S bytes, each inside one piece. A block combines its slices' raw CRCs in a tree
+// (node = raw CRC and length; a node absorbs its right neighbour: shift(raw, right length) xor right raw), shifts
+// the result to the end of its piece and xors it into out[piece], which the caller zeroed; the piece's first block
+// also adds shift(0xFFFFFFFF, piece length) and the final xor. XOR is commutative: the same words in any order.
+template <int S>
 __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
             uint32_t *__restrict__ out) {
     __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_xor[kCrcThreads / 32];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
     load_tables(tab, tables_g);
-    const uint64_t pstart = (uint64_t)blockIdx.x * kChecksumPiece;
+    const uint32_t *mats = tab + 1024;
+    const uint64_t bstart = (uint64_t)blockIdx.x * kCrcThreads * S;
+    const uint64_t s = min(len, bstart + (uint64_t)threadIdx.x * S), e = min(len, s + S);
+    uint32_t raw = range_crc<S>(data, s, e, tab), n = (uint32_t)(e - s);
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t r = __shfl_down_sync(0xFFFFFFFFu, raw, d), rn = __shfl_down_sync(0xFFFFFFFFu, n, d);
+        if ((lane & (2 * d - 1)) == 0) {  // lane + d < 32 here
+            raw = crc_shift(mats, raw, rn) ^ r;
+            n += rn;
+        }
+    }
+    if (lane == 0) {
+        warp_raw[threadIdx.x >> 5] = raw;
+        warp_len[threadIdx.x >> 5] = n;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    for (int w = 1; w < kCrcThreads / 32; ++w) {
+        raw = crc_shift(mats, raw, warp_len[w]) ^ warp_raw[w];
+        n += warp_len[w];
+    }
+    const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
     const uint64_t pend = min(len, pstart + kChecksumPiece);
-    const uint32_t *bytes_g = tables_g + kCrcWords;
-    const uint32_t raw = block_raw_crc(data, pstart, pend, tab, bytes_g, warp_xor);
-    if (threadIdx.x == 0)
-        out[blockIdx.x] = crc_shift(tab + 1024, bytes_g, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ raw ^ 0xFFFFFFFFu;
+    uint32_t contrib = crc_shift(mats, raw, (uint32_t)(pend - (bstart + n)));
+    if (bstart == pstart) contrib ^= crc_shift(mats, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ 0xFFFFFFFFu;
+    atomicXor(out + piece, contrib);
 }
 
 // One block: the payload checksum (CRC-32C of the `count` little-endian piece CRCs, 0 when there are none), then
@@ -149,8 +184,8 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B)
     for (uint64_t p = 0; p < len; p += kChecksumPiece) {
         const uint64_t pend = min(len, p + kChecksumPiece);
-        reg = crc_shift(tab + 1024, tables_g + kCrcWords, reg, (uint32_t)(pend - p)) ^
-              block_raw_crc(bytes, p, pend, tab, tables_g + kCrcWords, warp_xor);
+        reg = crc_shift(tab + 1024, reg, (uint32_t)(pend - p)) ^
+              block_raw_crc(bytes, p, pend, tab, warp_xor);
     }
     if (threadIdx.x != 0) return;
     const uint32_t pc = reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
@@ -171,7 +206,7 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
 }  // namespace
 
 void init_crc_tables(Context &c) {
-    std::vector<uint32_t> h(kAllCrcWords);
+    std::vector<uint32_t> h(kCrcWords);
     const uint32_t *t0 = crc32c_table();
     for (int i = 0; i < 256; ++i) h[i] = t0[i];
     for (int k = 1; k < 4; ++k)
@@ -193,13 +228,6 @@ void init_crc_tables(Context &c) {
     };
     for (int b = 1; b < kShiftMatrices; ++b)
         for (int i = 0; i < 32; ++i) m[32 * b + i] = apply(m + 32 * (b - 1), apply(m + 32 * (b - 1), 1u << i));
-    // Byte-sliced forms of matrices kByteShiftFirst.. : entry 256 p + v = the matrix applied to v << 8p.
-    for (int j = 0; j < kByteShifts; ++j) {
-        const uint32_t *mat = m + 32 * (kByteShiftFirst + j);
-        uint32_t *t = h.data() + kCrcWords + 1024 * j;
-        for (int p = 0; p < 4; ++p)
-            for (uint32_t v = 0; v < 256; ++v) t[256 * p + v] = apply(mat, v << (8 * p));
-    }
     const size_t bytes = sizeof(uint32_t) * h.size();
     ZB_CUDA(cudaMalloc(reinterpret_cast<void **>(&c.d_crc), bytes));
     ZB_CUDA(cudaMemcpy(c.d_crc, h.data(), bytes, cudaMemcpyHostToDevice));
@@ -208,7 +236,15 @@ void init_crc_tables(Context &c) {
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s) {
     const uint64_t pieces = piece_count(len);
     if (!pieces) return;
-    k_piece_crc<<<(unsigned)pieces, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
+    ZB_CUDA(cudaMemsetAsync(d_out, 0, 4 * pieces, s));
+    // The largest slice that still gives every SM about 1024 threads.
+    const uint64_t want = (uint64_t)c.sm_count * 1024;
+    const int slice = len / 256 >= want ? 256 : len / 64 >= want ? 64 : 16;
+    const uint64_t per_block = (uint64_t)kCrcThreads * slice;
+    const unsigned grid = (unsigned)((len + per_block - 1) / per_block);
+    if (slice == 256) k_piece_crc<256><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
+    else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
+    else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
     ZB_LAUNCHED("k_piece_crc");
 }
 

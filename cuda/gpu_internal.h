@@ -107,8 +107,7 @@ struct Context {
     cudaEvent_t pinned_done[kStagingSlots] = {};
     size_t pinned_bytes = 0;  // per slot
     cudaEvent_t timer[2 * kTimerEvents] = {};
-    // CRC-32C tables on the device: 4 slicing tables (4 x 256), 17 shift matrices (17 x 32), then byte-sliced forms
-    // of the shifts by 2^8 .. 2^16 bytes (9 x 4 x 256); see crc_gpu.cu.
+    // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
     // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
     // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.

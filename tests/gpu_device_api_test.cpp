@@ -183,6 +183,40 @@ template <typename T> void device_api_pw_rel() {
     EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
 }
 
+// The GPU's piece CRCs split the payload into slices of 16, 64 or 256 bytes per thread by its size (crc_gpu.cu):
+// payloads of 1, 12 and 40 MB (noise: raw passthrough streams, the payload being the values) take each size, on a
+// 4-byte aligned and an unaligned (byte by byte) start, and must give the CPU's stream.
+TEST(GpuDeviceApi, ChecksumOfEveryPayloadSize) {
+    ZB_REQUIRE_GPU();
+    zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_FAST;
+    p.mode = ZB_MODE_ABS;
+    p.bound = 1e-12;
+    for (size_t mb : {1, 12, 40}) {
+        const std::vector<size_t> dims{mb << 18};
+        const auto data = zbt::smooth_field<float>(dims, 1.0, (uint32_t)mb, 0.0);
+        const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+        ASSERT_EQ(ref.status, ZB_OK);
+        const size_t cap = zb_compress_bound(ZB_F32, data.size());
+        DevBuf src(data.size() * 4), out(cap + 1), dec(data.size() * 4);
+        CUDA_OK(cudaMemcpy(src.p, data.data(), data.size() * 4, cudaMemcpyHostToDevice));
+        for (size_t misalign : {0, 1}) {
+            SCOPED_TRACE(std::to_string(mb) + " MB, output offset " + std::to_string(misalign));
+            size_t len = 0;
+            ASSERT_EQ(zb_compress_device(&p, ZB_F32, src.p, 1, dims.data(), out.p + misalign, cap, &len, nullptr,
+                                         nullptr),
+                      ZB_OK)
+                << zb_last_error();
+            std::vector<uint8_t> got(len);
+            CUDA_OK(cudaMemcpy(got.data(), out.p + misalign, len, cudaMemcpyDeviceToHost));
+            EXPECT_TRUE(got == ref.bytes) << gput::first_difference(ref.bytes, got);
+            EXPECT_EQ(zb_decompress_device(out.p + misalign, len, dec.p, data.size() * 4, nullptr, nullptr), ZB_OK)
+                << zb_last_error();  // the decoder checks the payload checksum on the GPU
+        }
+    }
+}
+
 TEST(GpuDeviceApi, PointWiseRelativeF32) {
     ZB_REQUIRE_GPU();
     device_api_pw_rel<float>();
