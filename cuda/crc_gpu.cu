@@ -24,11 +24,15 @@ namespace gpu {
 namespace {
 
 constexpr int kCrcThreads = 256;           // per block
-constexpr int kSliceBytes = 256;           // per thread in block_raw_crc (one block per piece)
 constexpr int kShiftMatrices = 17;         // shifts by 2^0 .. 2^16 bytes
 constexpr int kCrcWords = 4 * 256 + kShiftMatrices * 32;    // copied into each block's shared memory
 
-static_assert(kCrcThreads * kSliceBytes == (int)kChecksumPiece, "one block covers one checksum piece");
+static_assert(kCrcThreads * 256 == (int)kChecksumPiece, "256-byte slices: one block covers one checksum piece");
+
+// One slicing-by-4 step: the register after the 4 bytes of word w (c already xored with w).
+__device__ __forceinline__ uint32_t crc_step4(uint32_t c, const uint32_t *tab) {
+    return tab[768 + (c & 0xFF)] ^ tab[512 + ((c >> 8) & 0xFF)] ^ tab[256 + ((c >> 16) & 0xFF)] ^ tab[c >> 24];
+}
 
 // Applies a 32x32 GF(2) matrix (column i = image of bit i, in shared memory) to v: 32 independent loads, the same
 // word for every lane that applies the same matrix (a broadcast). A loop over the set bits of v instead made a
@@ -50,8 +54,7 @@ __device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, uint32_t v, 
 // The raw CRC of one whole slice of kWords words that starts at a 4-byte aligned address (all loads issued before
 // the chain).
 template <int kWords, bool kAligned16>
-__device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *t0, const uint32_t *t1,
-                                              const uint32_t *t2, const uint32_t *t3) {
+__device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *tab) {
     uint32_t w[kWords];
     if (kAligned16) {
 #pragma unroll
@@ -68,10 +71,7 @@ __device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *
     }
     uint32_t c = 0;
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) {
-        c ^= w[i];
-        c = t3[c & 0xFF] ^ t2[(c >> 8) & 0xFF] ^ t1[(c >> 16) & 0xFF] ^ t0[c >> 24];
-    }
+    for (int i = 0; i < kWords; ++i) c = crc_step4(c ^ w[i], tab);
     return c;
 }
 
@@ -86,64 +86,36 @@ __device__ __forceinline__ void load_tables(uint32_t *tab, const uint32_t *__res
 template <int S>
 __device__ __forceinline__ uint32_t range_crc(const uint8_t *__restrict__ data, uint64_t s, uint64_t e,
                                               const uint32_t *tab) {
-    const uint32_t *t0 = tab, *t1 = tab + 256, *t2 = tab + 512, *t3 = tab + 768;
     const uintptr_t addr = reinterpret_cast<uintptr_t>(data + s);
-    if (e - s == S && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, t0, t1, t2, t3);
-    if (e - s == S && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, t0, t1, t2, t3);
+    if (e - s == S && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, tab);
+    if (e - s == S && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, tab);
     uint32_t c = 0;
-    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (the piece CRCs in k_payload_crc)
+    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (the piece CRCs, k_payload_crc)
         const int nw = (int)((e - s) / 4);
         uint32_t w[S / 4];
 #pragma unroll
         for (int i = 0; i < S / 4; ++i) w[i] = i < nw ? __ldg(reinterpret_cast<const uint32_t *>(data + s) + i) : 0u;
 #pragma unroll
         for (int i = 0; i < S / 4; ++i)
-            if (i < nw) {
-                c ^= w[i];
-                c = t3[c & 0xFF] ^ t2[(c >> 8) & 0xFF] ^ t1[(c >> 16) & 0xFF] ^ t0[c >> 24];
-            }
+            if (i < nw) c = crc_step4(c ^ w[i], tab);
         return c;
     }
     // a partial slice of odd length, or data that is not 4-byte aligned
-    for (uint64_t pos = s; pos < e; ++pos) c = t0[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+    for (uint64_t pos = s; pos < e; ++pos) c = tab[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
     return c;
 }
 
-// The raw CRC (register from 0, no final xor) of data[pstart, pend), at most one piece, by the block's threads;
-// every thread returns it. warp_xor: kCrcThreads / 32 words of shared memory. Contains barriers: call it from every
-// thread of the block.
-__device__ uint32_t block_raw_crc(const uint8_t *__restrict__ data, uint64_t pstart, uint64_t pend,
-                                  const uint32_t *tab, uint32_t *warp_xor) {
-    const uint64_t s = min(pend, pstart + (uint64_t)threadIdx.x * kSliceBytes);
-    const uint64_t e = min(pend, s + kSliceBytes);
-    const uint32_t c = range_crc<kSliceBytes>(data, s, e, tab);
-    const uint32_t *mats = tab + 1024;
-    uint32_t contrib = crc_shift(mats, c, (uint32_t)(pend - e));
-    for (int o = 16; o; o >>= 1) contrib ^= __shfl_xor_sync(0xFFFFFFFFu, contrib, o);
-    if ((threadIdx.x & 31) == 0) warp_xor[threadIdx.x >> 5] = contrib;
-    __syncthreads();
-    uint32_t all = 0;
-    for (int w = 0; w < kCrcThreads / 32; ++w) all ^= warp_xor[w];
-    __syncthreads();  // warp_xor may be written again by the next call
-    return all;
-}
-
-// Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
-// work per byte low), blocks of 256 S bytes, each inside one piece. A block combines its slices' raw CRCs in a tree
-// (node = raw CRC and length; a node absorbs its right neighbour: shift(raw, right length) xor right raw), shifts
-// the result to the end of its piece and xors it into out[piece], which the caller zeroed; the piece's first block
-// also adds shift(0xFFFFFFFF, piece length) and the final xor. XOR is commutative: the same words in any order.
+// The raw CRC (register from 0, no final xor) of data[bstart, min(len, bstart + 256 S)), S bytes per thread, in
+// thread 0 (with the range's length in n). The slices' raw CRCs combine in a tree (node = raw CRC and length; a node
+// absorbs its right neighbour: shift(raw, right length) xor right raw): warp shuffles, then thread 0 over the warps.
+// warp_raw, warp_len: kCrcThreads / 32 shared words each. Contains barriers: call it from every thread of the block.
 template <int S>
-__global__ void __launch_bounds__(kCrcThreads)
-k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
-            uint32_t *__restrict__ out) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    load_tables(tab, tables_g);
+__device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len,
+                                   const uint32_t *tab, uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
     const uint32_t *mats = tab + 1024;
-    const uint64_t bstart = (uint64_t)blockIdx.x * kCrcThreads * S;
     const uint64_t s = min(len, bstart + (uint64_t)threadIdx.x * S), e = min(len, s + S);
-    uint32_t raw = range_crc<S>(data, s, e, tab), n = (uint32_t)(e - s);
+    uint32_t raw = range_crc<S>(data, s, e, tab);
+    n = (uint32_t)(e - s);
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -158,11 +130,31 @@ k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__re
         warp_len[threadIdx.x >> 5] = n;
     }
     __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < kCrcThreads / 32; ++w) {
+            raw = crc_shift(mats, raw, warp_len[w]) ^ warp_raw[w];
+            n += warp_len[w];
+        }
+    __syncthreads();  // warp_raw and warp_len may be written again by the next call
+    return raw;
+}
+
+// Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
+// work per byte low), blocks of 256 S bytes, each inside one piece. A block's raw CRC (block_tree_crc), shifted to
+// the end of its piece, is xored into out[piece], which the caller zeroed; the piece's first block also adds
+// shift(0xFFFFFFFF, piece length) and the final xor. XOR is commutative: the same words in any order.
+template <int S>
+__global__ void __launch_bounds__(kCrcThreads)
+k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
+            uint32_t *__restrict__ out) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    load_tables(tab, tables_g);
+    const uint64_t bstart = (uint64_t)blockIdx.x * kCrcThreads * S;
+    uint32_t n;
+    const uint32_t raw = block_tree_crc<S>(data, bstart, len, tab, warp_raw, warp_len, n);
     if (threadIdx.x != 0) return;
-    for (int w = 1; w < kCrcThreads / 32; ++w) {
-        raw = crc_shift(mats, raw, warp_len[w]) ^ warp_raw[w];
-        n += warp_len[w];
-    }
+    const uint32_t *mats = tab + 1024;
     const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
     const uint64_t pend = min(len, pstart + kChecksumPiece);
     uint32_t contrib = crc_shift(mats, raw, (uint32_t)(pend - (bstart + n)));
@@ -177,15 +169,15 @@ __global__ void __launch_bounds__(kCrcThreads)
 k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *__restrict__ tables_g,
               uint8_t *__restrict__ field, uint32_t expected, uint32_t *__restrict__ err, uint32_t errbit) {
     __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_xor[kCrcThreads / 32];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
     load_tables(tab, tables_g);
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
     const uint64_t len = 4 * count;
-    uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B)
-    for (uint64_t p = 0; p < len; p += kChecksumPiece) {
-        const uint64_t pend = min(len, p + kChecksumPiece);
-        reg = crc_shift(tab + 1024, reg, (uint32_t)(pend - p)) ^
-              block_raw_crc(bytes, p, pend, tab, warp_xor);
+    uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B); thread 0's
+    for (uint64_t p = 0; p < len; p += kChecksumPiece) {  // 256-byte slices: one block covers one piece
+        uint32_t n;
+        const uint32_t raw = block_tree_crc<256>(bytes, p, len, tab, warp_raw, warp_len, n);
+        reg = crc_shift(tab + 1024, reg, n) ^ raw;
     }
     if (threadIdx.x != 0) return;
     const uint32_t pc = reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
@@ -195,8 +187,7 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     }
     // The header's CRC covers the field: with zeros there it was h; the field's 4 bytes, the last ones it covers,
     // add one slicing step of pc to it (CRC-32C is affine over GF(2) for a fixed length).
-    const uint32_t delta = tab[768 + (pc & 0xFF)] ^ tab[512 + ((pc >> 8) & 0xFF)] ^ tab[256 + ((pc >> 16) & 0xFF)] ^
-                           tab[pc >> 24];
+    const uint32_t delta = crc_step4(pc, tab);
     for (int b = 0; b < 4; ++b) {
         field[b] = (uint8_t)(pc >> (8 * b));
         field[4 + b] ^= (uint8_t)(delta >> (8 * b));

@@ -315,13 +315,13 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
 
 namespace {
 
-bool host_marks_wanted() {
-    static const bool v = [] {
-        const char *e = std::getenv("ZBOUND_GPU_TIMING");
-        return e && std::strcmp(e, "host") == 0;
-    }();
-    return v;
+// ZBOUND_GPU_TIMING: unset (nullptr), any value (region times printed), or "host" (host marks as well).
+const char *timing_env() {
+    static const char *const e = std::getenv("ZBOUND_GPU_TIMING");
+    return e;
 }
+
+bool host_marks_wanted() { return timing_env() && std::strcmp(timing_env(), "host") == 0; }
 
 double host_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -330,8 +330,7 @@ double host_seconds() {
 }  // namespace
 
 KernelTimer::KernelTimer(Context &c, cudaStream_t s, bool events) : c_(c), s_(s) {
-    static const bool forced = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
-    events_ = events || forced;
+    events_ = events || timing_env() != nullptr;
     if (host_marks_wanted()) t0_ = host_seconds();
 }
 
@@ -357,7 +356,7 @@ void KernelTimer::end() {
 
 double KernelTimer::seconds() {
     end();
-    static const bool print = std::getenv("ZBOUND_GPU_TIMING") != nullptr;
+    const bool print = timing_env() != nullptr;
     double total = 0;
     std::string line;
     for (int i = 0; i < used_; ++i) {

@@ -67,7 +67,6 @@ void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_
     ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, op, init, (uint32_t)n, s));
 }
 
-
 }  // namespace
 
 void exclusive_sum(void *temp, size_t &temp_bytes, const uint32_t *in, uint32_t *out, uint64_t n, cudaStream_t s) {
