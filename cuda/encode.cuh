@@ -7,8 +7,9 @@
 //   REL only: k_rel_params, one thread: the absolute bound from the keys (as derive_abs_bound on the host) and the
 //             quantizer's constants, in device memory
 //   k_quantize: q = quantized integer of every value (exactly once; zb::quantize) and the exception mask words
-//   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, neighbours by warp shuffles) + 16-bit codes +
-//             bitshuffle (warp ballots) + zero-block flags (written straight into segment 0) + per-tile counts
+//   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, 8 consecutive codes per thread) + 16-bit
+//             codes + bitshuffle (two 8x8 bit transposes per thread) + zero-block flags (written straight into
+//             segment 0) + per-tile counts
 //   CUB exclusive scan of the per-tile counts -> sync (range keys; counts of blocks, escapes, exceptions)
 //   only if exceptions: gather their values, edge mask, change bits, their sparse flags and counts -> sync
 //   fast_layout (host) and the raw-passthrough decision; then the segments are written at their final offsets:
@@ -259,165 +260,131 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
 
 // ---- the fused tile kernel ---------------------------------------------------------------------------------------
 
-// One block of 256 threads per tile of 2048 codes. Warp w handles the 8 groups ("rounds") of 32 consecutive codes
-// g = 8w .. 8w+7, lane l the code 32g + l of each.
-// Phase A issues every load of the 8 rounds before any is used, so that they are in flight together: each lane's
-// own q and those at y-1, z-1, (z-1, y-1). Phase B computes the codes: the x-1 neighbours come from the lane to the
-// left (warp shuffle), and for lane 0 from lane 31 of the previous round (only round 0's lane 0 loads them).
-// The codes go to shared memory; then thread j bitshuffles codes 8j .. 8j+7 in registers (their low and high bytes
-// as two 8x8 bit matrices, transposed: byte p is plane p's byte j) into the shuffled tile, and each thread tests one
-// 16-byte block. (Sixteen warp ballots per 32 codes did the same at about 2 warp instructions per code.)
-// Outputs: flags (segment 0 of the payload, 8 words per tile), dense[tile * 256 + block] for non-zero blocks only,
-// counts[tile] = {non-zero blocks, escapes, exceptions, 0}.
-template <int Rank>
+// The q a thread's 8 consecutive values need, value k at linear index e + k: a = q at (z, y, x), up at (z, y-1, x),
+// bk at (z-1, y, x), bu at (z-1, y-1, x), each 0 where that point is outside the array or the Lorenzo segment
+// (rank 1 uses a only, rank 2 a and up). Bit k of `valid` says that value k exists, of `left` that its x-1
+// neighbour does (then value k-1, or for k = 0 value e-1, lies in the same row, so its up/bk/bu are those of
+// value k's x-1 neighbours). first_up / first_back: value 0's row above / layer before exist.
+struct Rows8 {
+    uint32_t a[8], up[8], bk[8], bu[8];
+    uint32_t valid = 0, left = 0;
+    bool first_up = false, first_back = false;
+};
+
+// Eight q from p: two 16-byte loads where p is 16-byte aligned (Vec), else eight 4-byte loads.
+template <bool Vec> __device__ __forceinline__ void load8(const uint32_t *__restrict__ p, uint32_t (&v)[8]) {
+    if constexpr (Vec) {
+        const uint4 lo = reinterpret_cast<const uint4 *>(p)[0], hi = reinterpret_cast<const uint4 *>(p)[1];
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = p[k];
+    }
+}
+
+// Fills r for the values e .. e+7. Common case (all 8 exist and lie in one row, rank 1: one segment): one set of
+// neighbour conditions, rows loaded 8 at a time (16-byte loads of the rows above and before when VecRows, i.e.
+// nx % 4 == 0, so that they are aligned too). Otherwise each value's own coordinates and 4-byte loads.
+template <int Rank, bool VecRows>
+__device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const Dims &dm, uint64_t e, Rows8 &r) {
+    const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+    int64_t z, y, xx;
+    coords<Rank>(dm, e, z, y, xx);
+    const uint64_t row_len = Rank == 1 ? dm.seg : nx;
+    if (e + 8 <= dm.n && (uint64_t)xx + 8 <= row_len) {
+        uint64_t in_seg = 0;
+        if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
+        r.first_up = Rank == 3 ? y > 0 : (Rank == 2 && in_seg > 0);
+        r.first_back = Rank == 3 && in_seg > 0;
+        r.valid = 0xFFu;
+        r.left = xx > 0 ? 0xFFu : 0xFEu;
+        load8<true>(q + e, r.a);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) r.up[k] = r.bk[k] = r.bu[k] = 0;
+        if (Rank >= 2 && r.first_up) load8<VecRows>(q + e - nx, r.up);
+        if (Rank == 3 && r.first_back) {
+            load8<VecRows>(q + e - nxy, r.bk);
+            if (y > 0) load8<VecRows>(q + e - nxy - nx, r.bu);
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const uint64_t i = e + k;
+        r.a[k] = r.up[k] = r.bk[k] = r.bu[k] = 0;
+        if (i >= dm.n) continue;
+        coords<Rank>(dm, i, z, y, xx);
+        uint64_t in_seg = 0;
+        if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
+        const bool has_up = Rank == 3 ? y > 0 : (Rank == 2 && in_seg > 0), has_back = Rank == 3 && in_seg > 0;
+        if (k == 0) {
+            r.first_up = has_up;
+            r.first_back = has_back;
+        }
+        r.valid |= 1u << k;
+        if (xx > 0) r.left |= 1u << k;
+        r.a[k] = q[i];
+        if (has_up) r.up[k] = q[i - nx];
+        if (has_back) {
+            r.bk[k] = q[i - nxy];
+            if (y > 0) r.bu[k] = q[i - nxy - nx];
+        }
+    }
+}
+
+// One block of 256 threads per tile of 2048 codes, thread j the codes 8j .. 8j+7 (linear index e = tile start +
+// 8j): its values and rows of neighbours are loaded 8 at a time (load_rows8), the x-1 neighbours of value 0 come
+// from thread j-1's value 7 (a warp shuffle; lane 0 loads them), and the 8 codes, computed in registers, are
+// bitshuffled by store_tile. (The previous form, lane l taking code 32g + l of 8 groups, loaded every q with its own
+// 4-byte load and moved the codes through shared memory: about 110 instructions per value.)
+// Outputs (store_tile): flags (segment 0 of the payload, 8 words per tile), dense[tile * 256 + block] for non-zero
+// blocks only, counts[tile] = {non-zero blocks, escapes, exceptions, 0}.
+template <int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads)
 k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, uint4 *__restrict__ dense,
          uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
-    __shared__ uint4 tile4[kTileWords / 4];
-    __shared__ uint4 codes4[kTileCodes / 8];   // the tile's 2048 codes, 16 bits each
-    __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint64_t t = blockIdx.x;
-    const uint64_t i0 = t * kTileCodes + (uint64_t)warp * 256 + lane;
-    const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
-
-    // ---- phase A: loads
-    uint32_t a[8], up[8], bk[8], bu[8];  // q at (z,y,x), (z,y-1,x), (z-1,y,x), (z-1,y-1,x); 0 outside
-    uint32_t valid = 0, xzero = 0;       // bit r: round r's value exists / has x == 0
-    int64_t z, y, xx;
-    coords<Rank>(dm, i0, z, y, xx);
-    // The position of the layer in its Lorenzo segment (a layer before it exists when > 0) and whether the row
-    // above is in the array (rank 3; in rank 2 the row above is the layer before).
-    uint64_t in_seg = 0;
-    if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
-    auto row_above = [&] { return Rank == 3 ? y > 0 : in_seg > 0; };
-    const bool y0_pos = row_above(), z0_pos = in_seg > 0;  // round 0's, for lane 0's own loads below
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        const uint64_t i = i0 + 32 * (uint64_t)r;
-        a[r] = up[r] = bk[r] = bu[r] = 0;
-        if (i < dm.n) {
-            valid |= 1u << r;
-            if (xx == 0) xzero |= 1u << r;
-            a[r] = q[i];
-            if constexpr (Rank >= 2) {
-                if (row_above()) up[r] = q[i - nx];
-            }
-            if constexpr (Rank == 3) {
-                if (in_seg > 0) {
-                    bk[r] = q[i - nxy];
-                    if (y > 0) bu[r] = q[i - nxy - nx];
-                }
-            }
-        }
-        xx += 32;  // next round: 32 values further in C order
-        if constexpr (Rank == 1) {
-            // Several segments hold 2^20 values or more each: one step back at most. With one segment (seg = n)
-            // only positions past the end can wrap, and their rounds are not valid.
-            if (xx >= (int64_t)dm.seg) xx -= (int64_t)dm.seg;
-        } else {
-            while (xx >= (int64_t)nx) {
-                xx -= (int64_t)nx;
-                bool next_layer = true;
-                if constexpr (Rank == 3) {
-                    next_layer = ++y == (int64_t)dm.ny;
-                    if (next_layer) {
-                        y = 0;
-                        ++z;
-                    }
-                } else {
-                    ++y;
-                }
-                if (next_layer && ++in_seg == dm.seg) in_seg = 0;
+    const int lane = threadIdx.x & 31;
+    const uint64_t t = blockIdx.x, e = t * kTileCodes + 8 * (uint64_t)threadIdx.x;
+    Rows8 r;
+    load_rows8<Rank, VecRows>(q, dm, e, r);
+    // x-1 neighbours of value 0 (index e-1): value 7 of the thread before; lane 0 loads them where they exist.
+    uint32_t pa = __shfl_up_sync(kFullMask, r.a[7], 1), pu = 0, pb = 0, pbu = 0;
+    if constexpr (Rank >= 2) pu = __shfl_up_sync(kFullMask, r.up[7], 1);
+    if constexpr (Rank == 3) {
+        pb = __shfl_up_sync(kFullMask, r.bk[7], 1);
+        pbu = __shfl_up_sync(kFullMask, r.bu[7], 1);
+    }
+    if (lane == 0) {
+        pa = pu = pb = pbu = 0;
+        if (r.left & 1) {
+            const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+            pa = q[e - 1];
+            if (Rank >= 2 && r.first_up) pu = q[e - 1 - nx];
+            if (Rank == 3 && r.first_back) {
+                pb = q[e - 1 - nxy];
+                if (r.first_up) pbu = q[e - 1 - nxy - nx];
             }
         }
     }
-    // x-1 neighbours of lane 0 in round 0 (index i0 - 1), loaded only where they exist.
-    uint32_t la = 0, lu = 0, lb = 0, lbu = 0;
-    if (lane == 0 && (valid & 1) && !(xzero & 1)) {
-        la = q[i0 - 1];
-        if constexpr (Rank >= 2) lu = y0_pos ? q[i0 - nx - 1] : 0u;
-        if constexpr (Rank == 3) {
-            lb = z0_pos ? q[i0 - nxy - 1] : 0u;
-            lbu = (z0_pos && y0_pos) ? q[i0 - nxy - nx - 1] : 0u;
-        }
-    }
-    // Exceptions of the warp's 8 groups: lanes 0..7 count one mask word each.
-    const uint32_t exc = __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
-
-    // ---- phase B: codes and bit planes
-    uint32_t esc = 0;
+    uint32_t w[4] = {0, 0, 0, 0}, esc = 0;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
+    for (int k = 0; k < 8; ++k) {
+        const bool has_left = (r.left >> k) & 1;
         Neighbours nb;
-        nb.n000 = a[r];
-        nb.n010 = up[r];
-        nb.n100 = bk[r];
-        nb.n110 = bu[r];
-        // From lane l-1 (index i-1); lane 0 takes lane 31 of the previous round (also index i-1).
-        nb.n001 = __shfl_up_sync(kFullMask, a[r], 1);
-        const uint32_t pa = r ? __shfl_sync(kFullMask, a[r > 0 ? r - 1 : 0], 31) : la;
-        if (lane == 0) nb.n001 = pa;
-        if constexpr (Rank >= 2) {
-            nb.n011 = __shfl_up_sync(kFullMask, up[r], 1);
-            const uint32_t pu = r ? __shfl_sync(kFullMask, up[r > 0 ? r - 1 : 0], 31) : lu;
-            if (lane == 0) nb.n011 = pu;
-        }
-        if constexpr (Rank == 3) {
-            nb.n101 = __shfl_up_sync(kFullMask, bk[r], 1);
-            nb.n111 = __shfl_up_sync(kFullMask, bu[r], 1);
-            const uint32_t pb = r ? __shfl_sync(kFullMask, bk[r > 0 ? r - 1 : 0], 31) : lb;
-            const uint32_t pbu = r ? __shfl_sync(kFullMask, bu[r > 0 ? r - 1 : 0], 31) : lbu;
-            if (lane == 0) {
-                nb.n101 = pb;
-                nb.n111 = pbu;
-            }
-        }
-        if ((xzero >> r) & 1) nb.n001 = nb.n011 = nb.n101 = nb.n111 = 0;
-        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for (rank 1 and 2
-        // pass literal 0 for the coordinates they lack).
-        const uint32_t code = ((valid >> r) & 1) ? delta_to_code(delta_from<Rank>(nb, 0, 0, 0)) : 0u;
-        reinterpret_cast<uint16_t *>(codes4)[32 * (warp * 8 + r) + lane] = (uint16_t)code;
-        esc += __popc(__ballot_sync(kFullMask, code == kEscapeCode));
+        nb.n000 = r.a[k];
+        nb.n010 = r.up[k];
+        nb.n100 = r.bk[k];
+        nb.n110 = r.bu[k];
+        nb.n001 = has_left ? (k ? r.a[k > 0 ? k - 1 : 0] : pa) : 0u;
+        nb.n011 = has_left ? (k ? r.up[k > 0 ? k - 1 : 0] : pu) : 0u;
+        nb.n101 = has_left ? (k ? r.bk[k > 0 ? k - 1 : 0] : pb) : 0u;
+        nb.n111 = has_left ? (k ? r.bu[k > 0 ? k - 1 : 0] : pbu) : 0u;
+        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for.
+        const uint32_t code = ((r.valid >> k) & 1) ? delta_to_code(delta_from<Rank>(nb, 0, 0, 0)) : 0u;
+        esc += code == kEscapeCode;
+        w[k >> 1] |= code << (16 * (k & 1));
     }
-    if (lane == 0) {
-        w_esc[warp] = esc;
-        w_exc[warp] = exc;
-    }
-    __syncthreads();
-    {
-        // Plane p, byte j (bits of codes 8j .. 8j+7) is byte p*256 + j of the tile.
-        const int j = threadIdx.x;
-        const uint4 c = codes4[j];   // codes 8j .. 8j+7, two per word
-        const uint32_t w[4] = {c.x, c.y, c.z, c.w};
-        uint64_t lo, hi;
-        shuffle8(w, lo, hi);
-        uint8_t *bytes = reinterpret_cast<uint8_t *>(tile4);
-#pragma unroll
-        for (int p = 0; p < 8; ++p) {
-            bytes[p * (kTileCodes / 8) + j] = (uint8_t)(lo >> (8 * p));
-            bytes[(p + 8) * (kTileCodes / 8) + j] = (uint8_t)(hi >> (8 * p));
-        }
-    }
-    __syncthreads();
-    const uint4 v = tile4[threadIdx.x];
-    const bool nz = any_bits(v);
-    const uint32_t fw = __ballot_sync(kFullMask, nz);
-    if (nz) dense[t * 256 + threadIdx.x] = v;  // zero blocks are never read back: skip their stores
-    if (lane == 0) {
-        flags[t * kTileFlagWords + warp] = fw;
-        w_nnz[warp] = __popc(fw);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        uint4 c = make_uint4(0, 0, 0, 0);
-        for (int w = 0; w < 8; ++w) {
-            c.x += w_nnz[w];
-            c.y += w_esc[w];
-            c.z += w_exc[w];
-        }
-        counts[t] = c;
-    }
+    store_tile(w, esc, t, mwords, dense, flags, counts);
 }
 
 // ---- escapes -----------------------------------------------------------------------------------------------------
@@ -529,11 +496,12 @@ inline Dims make_dims(const Shape &s) {
 
 inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
                           const Dims &dm, uint4 *dense, uint32_t *flags, uint4 *counts) {
-    switch (rank) {
-        case 1: k_encode<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
-        case 2: k_encode<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
-        default: k_encode<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts); break;
-    }
+    // Rows above and layers before are 16-byte aligned when nx is a multiple of 4 (q itself is).
+    const bool vec = dm.nx % 4 == 0;
+    auto kernel = rank == 1 ? k_encode<1, false>
+                  : rank == 2 ? (vec ? k_encode<2, true> : k_encode<2, false>)
+                              : (vec ? k_encode<3, true> : k_encode<3, false>);
+    kernel<<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts);
     ZB_LAUNCHED("k_encode");
 }
 

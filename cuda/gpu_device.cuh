@@ -96,6 +96,53 @@ __host__ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint64
     planes_hi = transpose8x8(hi);
 }
 
+// The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per
+// tile: thread j holds the tile's codes 8j .. 8j+7 (two per word of w) and its count of escape codes. Bitshuffles
+// the codes (byte j of each of the 16 planes stored in shared memory), then each thread tests one 16-byte block.
+// Writes the tile's zero-block flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 +
+// block] (zero blocks are never read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes,
+// exceptions (bits of the tile's 64 mask words), 0}.
+__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint64_t t,
+                                           const uint32_t *__restrict__ mwords, uint4 *__restrict__ dense,
+                                           uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+    __shared__ uint4 tile4[kTileWords / 4];
+    __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
+    uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
+    const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
+    uint64_t lo, hi;
+    shuffle8(w, lo, hi);
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+        tile[p * 256 + j] = (uint8_t)(lo >> (8 * p));
+        tile[(p + 8) * 256 + j] = (uint8_t)(hi >> (8 * p));
+    }
+    const uint32_t exc = __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
+    esc = __reduce_add_sync(kFullMask, esc);
+    if (lane == 0) {
+        w_exc[warp] = exc;
+        w_esc[warp] = esc;
+    }
+    __syncthreads();
+    const uint4 b = tile4[j];
+    const bool nz = any_bits(b);
+    const uint32_t fw = __ballot_sync(kFullMask, nz);
+    if (nz) dense[t * 256 + j] = b;
+    if (lane == 0) {
+        flags[t * kTileFlagWords + warp] = fw;
+        w_nnz[warp] = __popc(fw);
+    }
+    __syncthreads();
+    if (j == 0) {
+        uint4 c = make_uint4(0, 0, 0, 0);
+        for (int k = 0; k < 8; ++k) {
+            c.x += w_nnz[k];
+            c.y += w_esc[k];
+            c.z += w_exc[k];
+        }
+        counts[t] = c;
+    }
+}
+
 // Launch configuration for a flat grid of `threads` threads in blocks of `block`.
 inline unsigned grid_for(uint64_t threads, unsigned block) {
     const uint64_t g = (threads + block - 1) / block;

@@ -248,48 +248,16 @@ k_pass_encode(PassGeo g, CodeStyle cs, const T *__restrict__ x, T *rec, uint16_t
     if (!regular) atomicOr(&mwords[(uint64_t)idx >> 5], 1u << (idx & 31));
 }
 
-// One block of 256 threads per tile of 2048 codes; thread j bitshuffles the codes 8j .. 8j+7 in registers (one
-// 16-byte load) and stores byte j of each of the 16 planes in shared memory; then each thread tests one 16-byte
-// block. Outputs the flags (segment 1 of the payload, 8 words per tile), the non-zero blocks at dense[tile * 256 +
-// block] and counts[tile] = {non-zero blocks, 0, exceptions, 0}, laid out as encode.cuh's k_encode.
+// One block of 256 threads per tile of 2048 codes: thread j takes the codes 8j .. 8j+7 (one 16-byte load) and
+// store_tile writes the flags (segment 1 of the payload), the non-zero blocks and counts[tile] = {non-zero blocks,
+// 0, exceptions, 0}, laid out as encode.cuh's k_encode.
 __global__ void __launch_bounds__(kTileThreads)
 k_code_tiles(const uint16_t *__restrict__ codes, const uint32_t *__restrict__ mwords, uint4 *__restrict__ dense,
              uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
-    __shared__ uint4 tile4[kTileWords / 4];
-    __shared__ uint32_t w_nnz[8], w_exc[8];
-    uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
-    const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
     const uint64_t t = blockIdx.x;
-    const uint4 v = reinterpret_cast<const uint4 *>(codes + t * kTileCodes)[j];
+    const uint4 v = reinterpret_cast<const uint4 *>(codes + t * kTileCodes)[threadIdx.x];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    uint64_t lo, hi;
-    shuffle8(w, lo, hi);
-#pragma unroll
-    for (int p = 0; p < 8; ++p) {
-        tile[p * 256 + j] = (uint8_t)(lo >> (8 * p));
-        tile[(p + 8) * 256 + j] = (uint8_t)(hi >> (8 * p));
-    }
-    const uint32_t exc =
-        __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
-    if (lane == 0) w_exc[warp] = exc;
-    __syncthreads();
-    const uint4 b = tile4[j];
-    const bool nz = any_bits(b);
-    const uint32_t fw = __ballot_sync(kFullMask, nz);
-    if (nz) dense[t * 256 + j] = b;
-    if (lane == 0) {
-        flags[t * kTileFlagWords + warp] = fw;
-        w_nnz[warp] = __popc(fw);
-    }
-    __syncthreads();
-    if (j == 0) {
-        uint4 cnt = make_uint4(0, 0, 0, 0);
-        for (int k = 0; k < 8; ++k) {
-            cnt.x += w_nnz[k];
-            cnt.z += w_exc[k];
-        }
-        counts[t] = cnt;
-    }
+    store_tile(w, 0, t, mwords, dense, flags, counts);
 }
 
 // The ratio encoder's stand-in for k_code_tiles' counts: counts[tile] = {0, 0, exceptions in the tile, 0}.
