@@ -41,16 +41,17 @@ __global__ void k_tile_nnz(const uint32_t *__restrict__ flags, uint64_t ntiles, 
 }
 
 // Expands tile t's stored blocks into shared memory (256 threads, one block each; zeros where the flag is 0).
+// Called by whole warps: the stored blocks before warp w's come from one flag word per lane and a warp sum.
 __device__ __forceinline__ void load_tile(uint4 *tile4, const uint32_t *__restrict__ flags,
                                           const uint4 *__restrict__ blocks, uint64_t nnz, uint64_t tile_off, uint64_t t,
                                           uint32_t *err) {
-    const int b = threadIdx.x;
+    const int b = threadIdx.x, lane = b & 31, warp = b >> 5;
     const uint32_t *f = flags + t * kTileFlagWords;
-    const uint32_t fw = f[b >> 5];
+    const uint32_t fw = f[warp];
+    const uint32_t before = __reduce_add_sync(kFullMask, lane < warp ? (uint32_t)__popc(f[lane]) : 0u);
     uint4 v = make_uint4(0, 0, 0, 0);
-    if ((fw >> (b & 31)) & 1) {
-        uint64_t rank = tile_off + __popc(fw & low_bits(b & 31));
-        for (int w = 0; w < (b >> 5); ++w) rank += __popc(f[w]);
+    if ((fw >> lane) & 1) {
+        const uint64_t rank = tile_off + before + __popc(fw & low_bits(lane));
         if (rank < nnz) v = blocks[rank];
         else set_error(err, kErrCodeBlocks);
     }
@@ -58,21 +59,24 @@ __device__ __forceinline__ void load_tile(uint4 *tile4, const uint32_t *__restri
 }
 
 // The codes 8j .. 8j+7 of a shuffled tile (thread j of 256): bit p of code 8j+k is bit 8(j%4)+k of word j/4 of
-// plane p. The 8 bits of planes 0-7 (and 8-15) form an 8x8 bit matrix whose transpose holds the codes' low (high)
-// bytes. Four neighbouring threads read the same words (broadcast), a warp reads 8 consecutive banks.
+// plane p. Byte j%4 of the words of planes 0-7 (and 8-15), gathered by byte permutes, form an 8x8 bit matrix (rows
+// = planes) whose transpose holds the codes' low (high) bytes. Four neighbouring threads read the same words
+// (broadcast), a warp reads 8 consecutive banks.
 __device__ __forceinline__ void unshuffle8(const uint32_t *tile, int j, uint32_t (&c)[8]) {
-    const int g = j >> 2, sh = (j & 3) * 8;
-    uint64_t lo = 0, hi = 0;
+    const uint32_t *w = tile + (j >> 2);
+    const uint32_t s = (uint32_t)(j & 3), pick = s | ((s + 4) << 4);  // byte s of each of two words
+    auto rows4 = [&](int p) {  // byte s of planes p .. p+3
+        return __byte_perm(__byte_perm(w[p * kPlaneWords], w[(p + 1) * kPlaneWords], pick),
+                           __byte_perm(w[(p + 2) * kPlaneWords], w[(p + 3) * kPlaneWords], pick), 0x5410);
+    };
+    uint32_t lo0 = rows4(0), lo1 = rows4(4), hi0 = rows4(8), hi1 = rows4(12);
+    transpose8x8_halves(lo0, lo1);  // byte k: low byte of code k (k < 4 in lo0, the others in lo1)
+    transpose8x8_halves(hi0, hi1);
 #pragma unroll
-    for (int p = 0; p < 8; ++p) {
-        lo |= (uint64_t)((tile[p * kPlaneWords + g] >> sh) & 0xFFu) << (8 * p);
-        hi |= (uint64_t)((tile[(p + 8) * kPlaneWords + g] >> sh) & 0xFFu) << (8 * p);
+    for (int k = 0; k < 4; ++k) {  // bytes 2 and 3 of a permute repeat byte 0: masked off
+        c[k] = __byte_perm(lo0, hi0, (uint32_t)k | ((uint32_t)(k + 4) << 4)) & 0xFFFFu;
+        c[k + 4] = __byte_perm(lo1, hi1, (uint32_t)k | ((uint32_t)(k + 4) << 4)) & 0xFFFFu;
     }
-    lo = transpose8x8(lo);
-    hi = transpose8x8(hi);
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-        c[k] = (uint32_t)((lo >> (8 * k)) & 0xFF) | (uint32_t)(((hi >> (8 * k)) & 0xFF) << 8);
 }
 
 // Segmented sum: (head, value) pairs where a head restarts the running sum. Associative, identity (0, 0).
@@ -105,10 +109,15 @@ __device__ __forceinline__ uint2 seg_scan8(TileScan::TempStorage &tmp, uint32_t 
     return total;
 }
 
-// Row starts (x == 0) among the 8 values from linear index e (bits; none past n).
+// Row starts (x == 0) among the 8 values from linear index e (bits; none past n). Rows of 8 or more values have at
+// most one start among them.
 __device__ __forceinline__ uint32_t row_heads(uint64_t e, uint64_t n, uint64_t nx, const FastDiv &dx) {
     if (e >= n) return 0;
     uint64_t x = e - dx.div(e) * nx;
+    if (nx >= 8) {
+        const uint64_t k = x == 0 ? 0 : nx - x;
+        return k < 8 && e + k < n ? 1u << k : 0u;
+    }
     uint32_t heads = 0;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -156,9 +165,10 @@ k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, u
     unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
     const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
     uint32_t esc = 0;
+    const uint32_t inside = e + 8 <= n ? 0xFFu : (e >= n ? 0u : low_bits((int)(n - e)));  // bit k: value e+k exists
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-        if (e + k < n) {
+        if ((inside >> k) & 1) {
             const bool is_esc = c[k] == kEscapeCode;
             v[k] = is_esc ? 0u : (uint32_t)code_to_delta((uint16_t)c[k]);
             esc += is_esc;

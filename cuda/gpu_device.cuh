@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include "zb_div32.h"
 #include "zb_transpose8.h"
 
 namespace zb {
@@ -13,14 +14,22 @@ constexpr int kTileWords = 1024;      // 4096 bytes of a shuffled tile as 32-bit
 constexpr int kPlaneWords = 64;       // one bit plane: 2048 bits
 constexpr int kTileFlagWords = 8;     // 256 zero-block flags per tile
 
-// Division by a fixed divisor without a 64-bit integer divide: a double-precision estimate of the quotient, off by
-// at most one for dividends below 2^50, then one exact correction step.
+// Division by a fixed divisor without a 64-bit integer divide. Dividends below 2^32 (every index of an array of
+// fewer than 4 G values) take zb::Div32's multiply-high; larger ones a double-precision estimate of the quotient, off
+// by at most one below 2^50, and one exact correction step. (The estimate alone, for every dividend, cost two 64-bit
+// conversions, which issue at a quarter rate: about a third of k_encode's instructions went to its three divisions.)
 struct FastDiv {
     uint64_t d = 1;
     double inv = 1.0;
+    Div32 d32;
+    bool small = true;  // d < 2^32: d32 is usable
     FastDiv() = default;
-    __host__ __device__ explicit FastDiv(uint64_t divisor) : d(divisor), inv(1.0 / (double)divisor) {}
+    explicit FastDiv(uint64_t divisor)
+        : d(divisor), inv(1.0 / (double)divisor), small(divisor < (uint64_t(1) << 32)) {
+        if (small) d32 = Div32::make(divisor);
+    }
     __device__ __forceinline__ uint64_t div(uint64_t a) const {
+        if (small && a < (uint64_t(1) << 32)) return d32.div((uint32_t)a);
         uint64_t q = (uint64_t)__dmul_rn((double)a, inv);
         const int64_t r = (int64_t)(a - q * d);
         if (r < 0) --q;
@@ -82,18 +91,16 @@ __device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
 }
 
 // Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5), two codes per word of w: byte
-// p of the result (p < 16) is byte j of plane p, i.e. its bit k is bit p of code 8j+k. Two 8x8 bit transposes (low
-// and high code bytes), the inverse of decode.cuh's unshuffle8.
-__host__ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint64_t &planes_lo, uint64_t &planes_hi) {
-    uint64_t lo = 0, hi = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-        const uint32_t code = (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
-        lo |= (uint64_t)(code & 0xFFu) << (8 * k);
-        hi |= (uint64_t)(code >> 8) << (8 * k);
-    }
-    planes_lo = transpose8x8(lo);
-    planes_hi = transpose8x8(hi);
+// p % 4 of planes[p / 4] (p < 16) is byte j of plane p, i.e. its bit k is bit p of code 8j+k. The codes' low and
+// high bytes are gathered by byte permutes into two 8x8 bit matrices (rows = codes) and transposed (rows = planes);
+// the inverse of decode.cuh's unshuffle8.
+__device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint32_t (&planes)[4]) {
+    planes[0] = __byte_perm(w[0], w[1], 0x6420);  // low bytes of codes 0-3
+    planes[1] = __byte_perm(w[2], w[3], 0x6420);  // codes 4-7
+    planes[2] = __byte_perm(w[0], w[1], 0x7531);  // high bytes
+    planes[3] = __byte_perm(w[2], w[3], 0x7531);
+    transpose8x8_halves(planes[0], planes[1]);
+    transpose8x8_halves(planes[2], planes[3]);
 }
 
 // The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per
@@ -109,13 +116,10 @@ __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc,
     __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
     const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
-    uint64_t lo, hi;
-    shuffle8(w, lo, hi);
+    uint32_t planes[4];
+    shuffle8(w, planes);
 #pragma unroll
-    for (int p = 0; p < 8; ++p) {
-        tile[p * 256 + j] = (uint8_t)(lo >> (8 * p));
-        tile[(p + 8) * 256 + j] = (uint8_t)(hi >> (8 * p));
-    }
+    for (int p = 0; p < 16; ++p) tile[p * 256 + j] = (uint8_t)(planes[p >> 2] >> (8 * (p & 3)));
     const uint32_t exc = __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
     esc = __reduce_add_sync(kFullMask, esc);
     if (lane == 0) {

@@ -8,12 +8,64 @@
 #include "test_util.h"
 #include "zb_cpu.h"
 #include "zb_crc32c.h"
+#include "zb_div32.h"
 #include "zb_exceptions.h"
 #include "zb_quant.h"
 #include "zb_shape.h"
+#include "zb_transpose8.h"
 #include "zb_simd.h"
 
 namespace {
+
+// The GPU kernels' index division (zb::Div32 behind FastDiv) against the / operator: every small divisor with the
+// dividends around its multiples and the ends of the range, and random divisors of every magnitude up to 2^32 - 1.
+TEST(Div32, MatchesIntegerDivision) {
+    std::mt19937_64 rng(7);
+    uint64_t wrong = 0;
+    auto check = [&](uint64_t d, uint32_t a) {
+        if (zb::Div32::make(d).div(a) != a / d) ++wrong;
+    };
+    for (uint64_t d = 1; d <= 4096; ++d) {
+        for (uint32_t a : {0u, 1u, (uint32_t)d - 1, (uint32_t)d, (uint32_t)d + 1, 0x7FFFFFFFu, 0x80000000u,
+                           0xFFFFFFFEu, 0xFFFFFFFFu})
+            check(d, a);
+        for (int i = 0; i < 64; ++i) {
+            const uint32_t a = (uint32_t)rng();
+            check(d, a);
+            check(d, a - a % (uint32_t)d);  // a multiple of d
+            if (a >= d) check(d, a - a % (uint32_t)d - 1);
+        }
+    }
+    for (int i = 0; i < 200000; ++i) {
+        const uint64_t d = ((rng() >> (rng() % 64)) % 0xFFFFFFFFull) + 1;  // every magnitude, 1 .. 2^32 - 1
+        const uint32_t a = (uint32_t)rng();
+        check(d, a);
+        const uint64_t m = a - a % d;  // the multiple of d at or below a, and the value just below it
+        check(d, (uint32_t)m);
+        if (m) check(d, (uint32_t)(m - 1));
+    }
+    for (uint64_t d : {0xFFFFFFFFull, 0xFFFFFFFEull, 0x80000001ull, 0x80000000ull, 0x7FFFFFFFull, 3ull, 7ull})
+        for (int i = 0; i < 20000; ++i) check(d, (uint32_t)rng());
+    EXPECT_EQ(wrong, 0u);
+}
+
+// The GPU's two-half form of the bitshuffle transpose against the 64-bit one, on random and single-bit matrices.
+TEST(Transpose8x8, HalvesMatchTheWholeWord) {
+    std::mt19937_64 rng(3);
+    std::vector<uint64_t> xs;
+    for (int b = 0; b < 64; ++b) xs.push_back(uint64_t(1) << b);
+    for (int i = 0; i < 100000; ++i) xs.push_back(rng());
+    uint64_t wrong = 0;
+    for (uint64_t x : xs) {
+        uint32_t lo = (uint32_t)x, hi = (uint32_t)(x >> 32);
+        zb::transpose8x8_halves(lo, hi);
+        if ((((uint64_t)hi << 32) | lo) != zb::transpose8x8(x)) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0u);
+    // And the definition itself: bit c of byte r becomes bit r of byte c.
+    for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 8; ++c) EXPECT_EQ(zb::transpose8x8(uint64_t(1) << (8 * r + c)), uint64_t(1) << (8 * c + r));
+}
 
 TEST(Crc32c, StandardCheckValue) {
     // The published CRC-32C check value of the ASCII string "123456789".
