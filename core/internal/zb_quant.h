@@ -111,9 +111,9 @@ template <typename T> ZB_HD T dequantize(int32_t q, double twoeb) { return (T)mu
 // Round half to even for |t| < 2^51 (the result of rint() in the default rounding mode): adding 1.5 * 2^52 moves t
 // where the spacing of doubles is exactly 1, so the addition itself rounds; subtracting gives the integer back.
 // Unlike a libm call it is the same two instructions on every CPU and on the GPU.
+constexpr double kRoundMagic = 6755399441055744.0;  // 1.5 * 2^52
 ZB_HD double round_half_even(double t) {
-    constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
-    return sub_rn(add_rn(t, kMagic), kMagic);
+    return sub_rn(add_rn(t, kRoundMagic), kRoundMagic);
 }
 
 // Returns true and sets q if x is regular (representable within the bound); false (q = 0) if x is an exception.
@@ -126,10 +126,22 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
     const double xd = (double)x;
     const double t = mul_rn(xd, p.recip);
     const bool in_range = (abs_value(t) < kQuantLimit) & (p.eb > 0);  // false for NaN t as well
-    const int32_t qi = (int32_t)round_half_even(in_range ? t : 0.0);
-    const T r = dequantize<T>(qi, p.twoeb);
+    // round_half_even(t) in two steps: the integer sits in the low bits of `shifted` (two's complement, as for
+    // |t| < 2^31 the sum's spacing is 1), and `rounded` is that integer as a double, i.e. (double)qi exactly, so
+    // dequantize<T>(qi) is the product below. On the GPU, where conversions between int and double issue at a
+    // quarter of the arithmetic rate, qi is read from the bits instead of converted.
+    const double shifted = add_rn(in_range ? t : 0.0, kRoundMagic);
+    const double rounded = sub_rn(shifted, kRoundMagic);
+#if defined(__CUDA_ARCH__)
+    const int32_t qi = (int32_t)__double2loint(shifted);
+#else
+    const int32_t qi = (int32_t)rounded;
+#endif
+    const T r = (T)mul_rn(rounded, p.twoeb);
     const bool within = abs_value(sub_rn(xd, (double)r)) <= p.eb;
-    const bool sign_ok = !((x == (T)0) & (sign_bit(x) != sign_bit(r)));
+    // A zero must come back with its sign. For x = +-0 the quantizer gives q = 0 and r = +0 (eb > 0 whenever the
+    // value can be regular), so the test "x == 0 and its sign differs from r's" is "x is -0.0".
+    const bool sign_ok = bits_of(x) != (U(1) << (8 * sizeof(T) - 1));
     const bool regular = (!special) & in_range & within & sign_ok;
     q = regular ? qi : 0;
     return regular;
