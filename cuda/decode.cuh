@@ -165,7 +165,7 @@ k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, u
     unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
     const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
     uint32_t esc = 0;
-    const uint32_t inside = e + 8 <= n ? 0xFFu : (e >= n ? 0u : low_bits((int)(n - e)));  // bit k: value e+k exists
+    const uint32_t inside = existing_bits(e, 8, n);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
         if ((inside >> k) & 1) {

@@ -171,7 +171,7 @@ k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, const QuantParam
     if constexpr (FromDevice) qp = *d_qp;
     int32_t qi[4];
     uint32_t exc = 0;
-    const uint32_t inside = i + 4 <= n ? 0xFu : (i >= n ? 0u : (1u << (n - i)) - 1u);  // bit k: value i+k exists
+    const uint32_t inside = existing_bits(i, 4, n);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const bool regular = quantize<T>(v[k], qp, qi[k]);
@@ -229,6 +229,22 @@ template <int Rank> __device__ __forceinline__ uint64_t layer_in_segment(const D
     return layer - dm.dseg.div(layer) * dm.seg;
 }
 
+// The earlier lines a point at (z, y) has inside the array and its Lorenzo segment, the rule every Lorenzo kernel
+// here loads neighbours by: `up`, the row above (rank 3: y - 1; rank 2: y - 1, the layer before, inside the
+// segment), and `back`, the layer before (rank 3: z - 1 inside the segment). Rank 1 has neither.
+struct EarlierLines {
+    bool up = false, back = false;
+};
+template <int Rank> __device__ __forceinline__ EarlierLines earlier_lines(const Dims &dm, int64_t z, int64_t y) {
+    EarlierLines l;
+    if constexpr (Rank == 2) l.up = layer_in_segment<2>(dm, z, y) != 0;
+    if constexpr (Rank == 3) {
+        l.up = y > 0;
+        l.back = layer_in_segment<3>(dm, z, y) != 0;
+    }
+    return l;
+}
+
 // The 2^Rank quantized integers a Lorenzo delta needs, named by offsets (dz dy dx): n000 is the point itself, n001
 // its x-1 neighbour, and so on; 0 where the neighbour is outside the array.
 struct Neighbours {
@@ -253,22 +269,19 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
                                                       int64_t z, int64_t y, int64_t xx) {
     Neighbours nb;
     const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+    const EarlierLines l = earlier_lines<Rank>(dm, z, y);
     nb.n000 = q[i];
     if (xx > 0) nb.n001 = q[i - 1];
-    if constexpr (Rank >= 2) {
-        if (Rank == 2 ? layer_in_segment<2>(dm, z, y) != 0 : y > 0) {
-            nb.n010 = q[i - nx];
-            if (xx > 0) nb.n011 = q[i - nx - 1];
-        }
+    if (l.up) {
+        nb.n010 = q[i - nx];
+        if (xx > 0) nb.n011 = q[i - nx - 1];
     }
-    if constexpr (Rank == 3) {
-        if (layer_in_segment<3>(dm, z, y) != 0) {
-            nb.n100 = q[i - nxy];
-            if (xx > 0) nb.n101 = q[i - nxy - 1];
-            if (y > 0) {
-                nb.n110 = q[i - nxy - nx];
-                if (xx > 0) nb.n111 = q[i - nxy - nx - 1];
-            }
+    if (l.back) {
+        nb.n100 = q[i - nxy];
+        if (xx > 0) nb.n101 = q[i - nxy - 1];
+        if (l.up) {
+            nb.n110 = q[i - nxy - nx];
+            if (xx > 0) nb.n111 = q[i - nxy - nx - 1];
         }
     }
     return nb;
@@ -280,11 +293,11 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
 // bk at (z-1, y, x), bu at (z-1, y-1, x), each 0 where that point is outside the array or the Lorenzo segment
 // (rank 1 uses a only, rank 2 a and up). Bit k of `valid` says that value k exists, of `left` that its x-1
 // neighbour does (then value k-1, or for k = 0 value e-1, lies in the same row, so its up/bk/bu are those of
-// value k's x-1 neighbours). first_up / first_back: value 0's row above / layer before exist.
+// value k's x-1 neighbours). first: value 0's earlier lines.
 struct Rows8 {
     uint32_t a[8], up[8], bk[8], bu[8];
     uint32_t valid = 0, left = 0;
-    bool first_up = false, first_back = false;
+    EarlierLines first;
 };
 
 // Eight q from p: two 16-byte loads where p is 16-byte aligned (Vec), else eight 4-byte loads.
@@ -308,19 +321,16 @@ __device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const
     coords<Rank>(dm, e, z, y, xx);
     const uint64_t row_len = Rank == 1 ? dm.seg : nx;
     if (e + 8 <= dm.n && (uint64_t)xx + 8 <= row_len) {
-        uint64_t in_seg = 0;
-        if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
-        r.first_up = Rank == 3 ? y > 0 : (Rank == 2 && in_seg > 0);
-        r.first_back = Rank == 3 && in_seg > 0;
+        r.first = earlier_lines<Rank>(dm, z, y);
         r.valid = 0xFFu;
         r.left = xx > 0 ? 0xFFu : 0xFEu;
         load8<true>(q + e, r.a);
 #pragma unroll
         for (int k = 0; k < 8; ++k) r.up[k] = r.bk[k] = r.bu[k] = 0;
-        if (Rank >= 2 && r.first_up) load8<VecRows>(q + e - nx, r.up);
-        if (Rank == 3 && r.first_back) {
+        if (r.first.up) load8<VecRows>(q + e - nx, r.up);
+        if (r.first.back) {
             load8<VecRows>(q + e - nxy, r.bk);
-            if (y > 0) load8<VecRows>(q + e - nxy - nx, r.bu);
+            if (r.first.up) load8<VecRows>(q + e - nxy - nx, r.bu);
         }
         return;
     }
@@ -330,20 +340,15 @@ __device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const
         r.a[k] = r.up[k] = r.bk[k] = r.bu[k] = 0;
         if (i >= dm.n) continue;
         coords<Rank>(dm, i, z, y, xx);
-        uint64_t in_seg = 0;
-        if constexpr (Rank >= 2) in_seg = layer_in_segment<Rank>(dm, z, y);
-        const bool has_up = Rank == 3 ? y > 0 : (Rank == 2 && in_seg > 0), has_back = Rank == 3 && in_seg > 0;
-        if (k == 0) {
-            r.first_up = has_up;
-            r.first_back = has_back;
-        }
+        const EarlierLines l = earlier_lines<Rank>(dm, z, y);
+        if (k == 0) r.first = l;
         r.valid |= 1u << k;
         if (xx > 0) r.left |= 1u << k;
         r.a[k] = q[i];
-        if (has_up) r.up[k] = q[i - nx];
-        if (has_back) {
+        if (l.up) r.up[k] = q[i - nx];
+        if (l.back) {
             r.bk[k] = q[i - nxy];
-            if (y > 0) r.bu[k] = q[i - nxy - nx];
+            if (l.up) r.bu[k] = q[i - nxy - nx];
         }
     }
 }
@@ -375,10 +380,10 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
         if (r.left & 1) {
             const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
             pa = q[e - 1];
-            if (Rank >= 2 && r.first_up) pu = q[e - 1 - nx];
-            if (Rank == 3 && r.first_back) {
+            if (r.first.up) pu = q[e - 1 - nx];
+            if (r.first.back) {
                 pb = q[e - 1 - nxy];
-                if (r.first_up) pbu = q[e - 1 - nxy - nx];
+                if (r.first.up) pbu = q[e - 1 - nxy - nx];
             }
         }
     }

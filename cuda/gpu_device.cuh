@@ -84,6 +84,11 @@ __device__ __forceinline__ bool any_bits(uint4 v) { return (v.x | v.y | v.z | v.
 // Bits [0, k) set (k in 0..32).
 __device__ __forceinline__ uint32_t low_bits(int k) { return k >= 32 ? kFullMask : ((1u << k) - 1u); }
 
+// Bit k set for each of the `count` (<= 32) values from index i that exist, i.e. i + k < n.
+__device__ __forceinline__ uint32_t existing_bits(uint64_t i, int count, uint64_t n) {
+    return i >= n ? 0u : low_bits(n - i < (uint64_t)count ? (int)(n - i) : count);
+}
+
 // Number of valid bits in 32-bit word w of a bit string of `nbits` bits.
 __device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
     const uint64_t start = w * 32;
