@@ -7,7 +7,8 @@
 // tile (a segmented block scan: rows restart it); k_patch_escapes adds the escaped deltas (rank of each escape
 // among escapes) the same way; a scan over the tiles' tails gives each tile's x carry. The y and z passes are
 // blocked strided scans with carries that add the x carries on the fly; the last pass is fused with
-// dequantization (rank 1: one pass). Exception positions come from the edge mask (prefix xor), their values from
+// dequantization (rank 1: one pass). Rank 3 arrays with up to 128 rows and enough segments to fill the GPU take y
+// and z in one pass instead (k_yz_prefix). Exception positions come from the edge mask (prefix xor), their values from
 // the change bits (rank among runs).
 // Every read of the stream is bounds-checked against the segment lengths; inconsistencies set bits of an error
 // word that the host turns into ZB_ERR_CORRUPT.
@@ -371,6 +372,103 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
     }
 }
 
+// ---- rank 3: the y and z prefix in one pass ----------------------------------------------------------------------
+
+// The y pass and the z pass each read and write every value (16 bytes per value in all); k_yz_prefix reads the
+// x-prefix once and writes the dequantized values (8 bytes per value). A block takes 32 columns of one Lorenzo
+// segment and all its rows: warp w rows Rows*w .. Rows*w + Rows-1, lane = column. It walks the segment's layers
+// kYzLayers at a time: each thread loads its rows of those layers (all loads issued before any is used: one layer
+// per step left the walk waiting on memory latency), scans them along y and publishes the sum of its rows per layer
+// in shared memory; after one barrier each warp adds the sums of the warps above it (its y carry) and accumulates
+// the layers along z in registers. Double-buffered sums make one barrier per step enough: a thread that writes a
+// buffer again has passed the barrier that every reader of its previous contents reached after reading.
+// XCarry: add the tiles' x carries on load (not needed when every tile starts a row: nx divides the tile).
+constexpr int kYzLayers = 4;
+constexpr uint64_t kYzMaxRows = 128;   // 16 warps of 8 rows: a warp's y carry sums at most 15 partial sums
+constexpr uint64_t kYzMinWarpsPerSm = 6;
+
+struct YzShape {
+    uint64_t nx, ny, nz, per_segment, col_groups;
+};
+
+template <typename T, int Rows, bool XCarry>
+__global__ void __launch_bounds__(512)
+k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, T *__restrict__ out,
+            double twoeb) {
+    extern __shared__ uint32_t yz_sums[];  // [2][kYzLayers][warps][32]
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const uint64_t seg = blockIdx.x / a.col_groups, cg = blockIdx.x - seg * a.col_groups;
+    const uint64_t x = cg * 32 + lane, y0 = (uint64_t)w * Rows;
+    const uint64_t zbeg = seg * a.per_segment, zend = min(a.nz, zbeg + a.per_segment);
+    // Offsets inside a step in 32 bits (the launcher checks kYzLayers * nx * ny < 2^31).
+    const uint32_t nx = (uint32_t)a.nx, nxy = (uint32_t)(a.nx * a.ny);
+    // Rows of this thread inside the array (0 for a column past nx): the others load 0 and store nothing.
+    const int rows = x < a.nx && y0 < a.ny ? (int)min((uint64_t)Rows, a.ny - y0) : 0;
+    uint32_t zsum[Rows];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) zsum[r] = 0;
+    uint64_t base = (zbeg * a.ny + y0) * a.nx + x;  // (z0, y0, x)
+    auto load = [&](uint32_t o) { return XCarry ? x_prefix(local, xc, base + o) : local[base + o]; };
+    int buf = 0;
+    for (uint64_t z0 = zbeg; z0 < zend; z0 += kYzLayers, base += (uint64_t)kYzLayers * nxy, buf ^= 1) {
+        const int layers = (int)min((uint64_t)kYzLayers, zend - z0);
+        const bool whole = layers == kYzLayers && rows == Rows;  // the common case, without per-value tests
+        uint32_t v[kYzLayers][Rows];
+        if (whole) {
+#pragma unroll
+            for (int l = 0; l < kYzLayers; ++l)
+#pragma unroll
+                for (int r = 0; r < Rows; ++r) v[l][r] = load(l * nxy + r * nx);
+        } else {
+#pragma unroll
+            for (int l = 0; l < kYzLayers; ++l)
+#pragma unroll
+                for (int r = 0; r < Rows; ++r) v[l][r] = l < layers && r < rows ? load(l * nxy + r * nx) : 0u;
+        }
+        uint32_t *sums = yz_sums + buf * kYzLayers * warps * 32;
+#pragma unroll
+        for (int l = 0; l < kYzLayers; ++l) {
+#pragma unroll
+            for (int r = 1; r < Rows; ++r) v[l][r] += v[l][r - 1];
+            sums[(l * warps + w) * 32 + lane] = v[l][Rows - 1];
+        }
+        __syncthreads();
+        T *dst = out + base;
+#pragma unroll
+        for (int l = 0; l < kYzLayers; ++l) {
+            uint32_t carry = 0;
+            for (int u = 0; u < w; ++u) carry += sums[(l * warps + u) * 32 + lane];
+#pragma unroll
+            for (int r = 0; r < Rows; ++r) {
+                zsum[r] += v[l][r] + carry;
+                if (whole || (l < layers && r < rows)) dst[l * nxy + r * nx] = dequantize<T>((int32_t)zsum[r], twoeb);
+            }
+        }
+    }
+}
+
+// Launches k_yz_prefix where it applies and pays: rank 3 with at most kYzMaxRows rows (4 rows per thread up to 64
+// rows, else 8), and at least kYzMinWarpsPerSm warps per SM in all. A block walks a whole segment, so small arrays
+// give few blocks: on the H200 (NOTES item 66) the walk was faster than the two passes from 64 blocks of 16 warps
+// (TREFHT 64 MB: 0.095 against 0.109 ms) and slower at 32 (0.084 against 0.068). Returns false, launching nothing,
+// where it does not apply.
+template <typename T>
+bool launch_yz_prefix(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const LorenzoSegments &segs,
+                      const uint32_t *local, const uint2 *xc, T *out, double twoeb, cudaStream_t s) {
+    if (ny > kYzMaxRows || (uint64_t)kYzLayers * nx * ny >= (1ull << 31)) return false;
+    const int rows = ny <= 64 ? 4 : 8;
+    const YzShape a{nx, ny, nz, segs.per_segment, div_up(nx, 32)};
+    const uint64_t blocks = segs.count() * a.col_groups, warps = div_up(ny, (uint64_t)rows);
+    if (blocks > UINT32_MAX || blocks * warps < kYzMinWarpsPerSm * (uint64_t)c.sm_count) return false;
+    const size_t smem = 2 * kYzLayers * warps * 32 * sizeof(uint32_t);
+    const bool x_carry = kTileCodes % nx != 0;
+    auto kernel = rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true> : k_yz_prefix<T, 4, false>)
+                            : (x_carry ? k_yz_prefix<T, 8, true> : k_yz_prefix<T, 8, false>);
+    kernel<<<(unsigned)blocks, (unsigned)(warps * 32), smem, s>>>(local, xc, a, out, twoeb);
+    ZB_LAUNCHED("k_yz_prefix");
+    return true;
+}
+
 // Rank 1: the x-prefix is the whole prefix sum.
 template <typename T>
 __global__ void k_finish_1d(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, uint64_t n, double twoeb,
@@ -695,12 +793,18 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                     k_segment_apply<T, true, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
                 else if (final_pass)
                     k_segment_apply<T, true, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
-                else
+                else if (x_carry)
                     k_segment_apply<T, false, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
+                else
+                    k_segment_apply<T, false, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
                 ZB_LAUNCHED("k_segment_apply");
             };
-            pass(ly, rank == 2, true);
-            if (rank == 3) pass(lz, true, false);
+            const bool one_pass = rank == 3 && launch_yz_prefix<T>(c, nx, ny, nz, segs, b.q, b.xc, out, twoeb, s);
+            if (!one_pass) {
+                // Every tile starts a row when nx divides the tile: the first pass has no x carries to add.
+                pass(ly, rank == 2, kTileCodes % nx != 0);
+                if (rank == 3) pass(lz, true, false);
+            }
         }
         timer.end();
 

@@ -463,6 +463,22 @@ void larger_arrays() {
 TEST(GpuParity, LargerArrays) { larger_arrays(); }
 TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 
+// Rank 3 with few rows and enough Lorenzo segments: the decoder takes y and z in one pass (k_yz_prefix, used from
+// 6 warps per SM: these shapes give 1482 to 5120 warps, more than any GPU of up to 240 SMs needs). 160 x 64 x 1024:
+// 4 rows per thread, nx divides the tile; 200 x 40 x 1000: x carries, a last column group of 8, segments of 27
+// layers (steps of 4 end early); 100 x 100 x 600: 8 rows per thread, a last warp of 4 rows. The two passes decode
+// the same streams on smaller shapes (LargerArrays), so parity here is the one-pass walk's.
+TEST(GpuParity, Rank3OnePassPrefix) {
+    ZB_REQUIRE_GPU();
+    for (const Dims &d : std::vector<Dims>{{160, 64, 1024}, {200, 40, 1000}, {100, 100, 600}}) {
+        const auto f = zbt::smooth_field<float>(d, 0.02, 21, 20.0);
+        gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), name_of("one-pass f32", d, params(ZB_MODE_REL, 1e-3)));
+        const auto g = zbt::smooth_field<double>(d, 0.02, 22, 20.0);
+        gput::expect_parity(g, d, params(ZB_MODE_ABS, 1e-6), name_of("one-pass f64", d, params(ZB_MODE_ABS, 1e-6)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 // Lorenzo + ratio writes format v2, or v4 when run tokens make the bitstream shorter: both layouts occur here (a
 // smooth field at coarse bounds has long runs of code 0; a noisy one at fine bounds has none), and each has parity.
 template <typename T> void lorenzo_ratio_layouts() {
