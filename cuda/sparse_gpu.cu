@@ -22,33 +22,20 @@ __global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblock
     }
 }
 
-// One warp per unit of groups_per_unit (at most 32) flag words: lane w loads word w and the warp scans their
-// popcounts, then takes the words in turn, lane = block of the word (rank = the unit's offset + the popcounts of the
-// words before + the set bits below the lane). One thread per block spent most of a 1 GB encode's segments stage
-// scheduling threads that only read a zero flag (78 % of TREFHT's code blocks are zero).
 __global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
                               const uint32_t *__restrict__ unit_off, int unit_stride, int groups_per_unit,
                               uint8_t *__restrict__ dst) {
-    const uint64_t unit = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
-    const uint64_t ngroups = (nblocks + 31) / 32, g0 = unit * (uint64_t)groups_per_unit;
-    if (g0 >= ngroups) return;  // the whole warp
-    const int words = (int)min(ngroups - g0, (uint64_t)groups_per_unit);
-    const uint32_t my_word = lane < words ? flagwords[g0 + lane] : 0u, my_count = __popc(my_word);
-    uint32_t before = my_count;  // inclusive scan over the lanes, then exclusive
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t v = __shfl_up_sync(kFullMask, before, d);
-        if (lane >= d) before += v;
-    }
-    before -= my_count;
-    const uint64_t base = unit_off[unit * (uint64_t)unit_stride];
-#pragma unroll 4
-    for (int w = 0; w < words; ++w) {
-        const uint32_t fw = __shfl_sync(kFullMask, my_word, w), at = __shfl_sync(kFullMask, before, w);
-        const uint64_t b = 32 * (g0 + (uint64_t)w) + (uint64_t)lane;
-        if (((fw >> lane) & 1) && b < nblocks) store16(dst + 16 * (base + at + __popc(fw & low_bits(lane))), blocks[b]);
-    }
+    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    const uint64_t g = b >> 5;
+    const int bit = (int)(b & 31);
+    const uint32_t fw = flagwords[g];
+    if (!((fw >> bit) & 1)) return;
+    const uint64_t unit = g / (uint64_t)groups_per_unit;
+    uint64_t rank = unit_off[unit * (uint64_t)unit_stride];
+    for (uint64_t gg = unit * (uint64_t)groups_per_unit; gg < g; ++gg) rank += __popc(flagwords[gg]);
+    rank += __popc(fw & low_bits(bit));
+    store16(dst + 16 * rank, blocks[b]);
 }
 
 __global__ void k_sparse_read_flags(const uint8_t *__restrict__ flag_bytes, uint64_t nblocks,
@@ -130,10 +117,8 @@ void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, 
 void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
                  int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
     if (!nblocks) return;
-    const uint64_t units = div_up(div_up(nblocks, 32), (uint64_t)groups_per_unit);
-    k_sparse_copy<<<grid_for(units * 32, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
-                                                                   flagwords, unit_off, unit_stride, groups_per_unit,
-                                                                   dst);
+    k_sparse_copy<<<grid_for(nblocks, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
+                                                                flagwords, unit_off, unit_stride, groups_per_unit, dst);
     ZB_LAUNCHED("k_sparse_copy");
 }
 
