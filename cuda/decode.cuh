@@ -573,7 +573,7 @@ __global__ void k_scatter(const uint32_t *__restrict__ M, const uint32_t *__rest
 // n, stored blocks against their flags, exceptions against the header's count.
 
 // Per flag word (32 edge blocks): the index of each stored block, in stored order (entries past a short flag count
-// stay unset: the count mismatch is an error, and no position they give reaches n).
+// stay unset: the count mismatch is an error, and k_interval_lengths clamps every position below n before any write).
 __global__ void k_edge_blocks(const uint32_t *__restrict__ flags, const uint32_t *__restrict__ off, uint64_t ngroups,
                               uint64_t nstored, uint64_t *__restrict__ block_of) {
     const uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
