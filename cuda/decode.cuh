@@ -243,6 +243,10 @@ __global__ void k_pack_carries(const uint32_t *__restrict__ first_head, const ui
     if (t < ntiles) xc[t] = make_uint2(first_head[t], carry[t].y);
 }
 
+// Whether rows of nx values leave x carries between tiles: none when nx divides the tile, since every tile then
+// starts a row (first_head 0), and a pass over ranks 2 and 3 can read the in-tile x-prefix as it is.
+inline bool tiles_have_x_carries(uint64_t nx) { return kTileCodes % nx != 0; }
+
 // The complete x-prefix at linear index idx: the in-tile value plus the carry for positions before the tile's
 // first row start.
 __device__ __forceinline__ uint32_t x_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc,
@@ -382,7 +386,7 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
 // in shared memory; after one barrier each warp adds the sums of the warps above it (its y carry) and accumulates
 // the layers along z in registers. Double-buffered sums make one barrier per step enough: a thread that writes a
 // buffer again has passed the barrier that every reader of its previous contents reached after reading.
-// XCarry: add the tiles' x carries on load (not needed when every tile starts a row: nx divides the tile).
+// XCarry: add the tiles' x carries on load (tiles_have_x_carries).
 constexpr int kYzLayers = 4;
 constexpr uint64_t kYzMaxRows = 128;   // 16 warps of 8 rows: a warp's y carry sums at most 15 partial sums
 constexpr uint64_t kYzMinWarpsPerSm = 6;
@@ -461,7 +465,7 @@ bool launch_yz_prefix(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, c
     const uint64_t blocks = segs.count() * a.col_groups, warps = div_up(ny, (uint64_t)rows);
     if (blocks > UINT32_MAX || blocks * warps < kYzMinWarpsPerSm * (uint64_t)c.sm_count) return false;
     const size_t smem = 2 * kYzLayers * warps * 32 * sizeof(uint32_t);
-    const bool x_carry = kTileCodes % nx != 0;
+    const bool x_carry = tiles_have_x_carries(nx);
     auto kernel = rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true> : k_yz_prefix<T, 4, false>)
                             : (x_carry ? k_yz_prefix<T, 8, true> : k_yz_prefix<T, 8, false>);
     kernel<<<(unsigned)blocks, (unsigned)(warps * 32), smem, s>>>(local, xc, a, out, twoeb);
@@ -945,8 +949,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             };
             const bool one_pass = rank == 3 && launch_yz_prefix<T>(c, nx, ny, nz, segs, b.q, b.xc, out, twoeb, s);
             if (!one_pass) {
-                // Every tile starts a row when nx divides the tile: the first pass has no x carries to add.
-                pass(ly, rank == 2, kTileCodes % nx != 0);
+                pass(ly, rank == 2, tiles_have_x_carries(nx));
                 if (rank == 3) pass(lz, true, false);
             }
         }
