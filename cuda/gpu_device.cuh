@@ -59,15 +59,23 @@ enum DecodeError : uint32_t {
 
 __device__ __forceinline__ void set_error(uint32_t *err, uint32_t bit) { atomicOr(err, bit); }
 
-// 16-byte store to an address of any alignment (segments after the escape list are byte-aligned).
+// 16-byte store to an address of any alignment (segments after the escape list are byte-aligned; a device stream's
+// payload starts 8 bytes past a 16-byte boundary), in the widest pieces the address allows.
 __device__ __forceinline__ void store16(uint8_t *dst, uint4 v) {
-    if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+    if ((a & 15) == 0) {
         *reinterpret_cast<uint4 *>(dst) = v;
-        return;
-    }
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    } else if ((a & 7) == 0) {
+        reinterpret_cast<uint2 *>(dst)[0] = make_uint2(v.x, v.y);
+        reinterpret_cast<uint2 *>(dst)[1] = make_uint2(v.z, v.w);
+    } else if ((a & 3) == 0) {
+        uint32_t *d = reinterpret_cast<uint32_t *>(dst);
+        d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
+    } else {
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int i = 0; i < 16; ++i) dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+        for (int i = 0; i < 16; ++i) dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+    }
 }
 
 // 16-byte load from an address of any alignment.
