@@ -1,5 +1,6 @@
 // The zero-block sparse pass over bit strings held as 32-bit words (docs/FORMAT.md section 5), both directions,
 // plus small helpers (popcounts, totals of exclusive scans).
+#include <stdexcept>
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 
@@ -22,20 +23,34 @@ __global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblock
     }
 }
 
+// One thread per kCopyBlocks consecutive blocks (4: a nibble of a flag word): the rank of the first flagged one from its
+// unit's offset and the popcounts of the unit's earlier flag words, then the flagged blocks' loads, all issued before
+// the stores. One thread per block ran a chain of dependent loads in each of n / 8 threads: the code blocks of a 1 GB
+// TREFHT encode took 0.170 ms, 0.109 with 4 blocks per thread, 0.134 with 8 (gmt_sst, denser: 0.452, 0.468, 0.505).
+// unit_shift: log2 of the flag words per unit.
+constexpr int kCopyBlocks = 4;
 __global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
-                              const uint32_t *__restrict__ unit_off, int unit_stride, int groups_per_unit,
+                              const uint32_t *__restrict__ unit_off, int unit_stride, int unit_shift,
                               uint8_t *__restrict__ dst) {
-    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nblocks) return;
-    const uint64_t g = b >> 5;
-    const int bit = (int)(b & 31);
+    constexpr int K = kCopyBlocks;
+    const uint64_t b0 = K * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (b0 >= nblocks) return;
+    const uint64_t g = b0 >> 5;
+    const int bit0 = (int)(b0 & 31);
     const uint32_t fw = flagwords[g];
-    if (!((fw >> bit) & 1)) return;
-    const uint64_t unit = g / (uint64_t)groups_per_unit;
+    const uint32_t mine = (fw >> bit0) & low_bits(K) & low_bits(nblocks - b0 < K ? (int)(nblocks - b0) : K);
+    if (!mine) return;
+    const uint64_t unit = g >> unit_shift;
     uint64_t rank = unit_off[unit * (uint64_t)unit_stride];
-    for (uint64_t gg = unit * (uint64_t)groups_per_unit; gg < g; ++gg) rank += __popc(flagwords[gg]);
-    rank += __popc(fw & low_bits(bit));
-    store16(dst + 16 * rank, blocks[b]);
+    for (uint64_t gg = unit << unit_shift; gg < g; ++gg) rank += __popc(flagwords[gg]);
+    rank += __popc(fw & low_bits(bit0));
+    uint4 v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+        if ((mine >> k) & 1) v[k] = blocks[b0 + k];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+        if ((mine >> k) & 1) store16(dst + 16 * rank++, v[k]);
 }
 
 __global__ void k_sparse_read_flags(const uint8_t *__restrict__ flag_bytes, uint64_t nblocks,
@@ -117,8 +132,12 @@ void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, 
 void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
                  int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
     if (!nblocks) return;
-    k_sparse_copy<<<grid_for(nblocks, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
-                                                                flagwords, unit_off, unit_stride, groups_per_unit, dst);
+    int unit_shift = 0;
+    while ((1 << unit_shift) < groups_per_unit) ++unit_shift;
+    if ((1 << unit_shift) != groups_per_unit) throw std::logic_error("sparse_copy: groups_per_unit is not a power of 2");
+    k_sparse_copy<<<grid_for(div_up(nblocks, kCopyBlocks), kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words),
+                                                                            nblocks, flagwords, unit_off, unit_stride,
+                                                                            unit_shift, dst);
     ZB_LAUNCHED("k_sparse_copy");
 }
 
