@@ -491,34 +491,59 @@ __global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_
     E[w] = (m ^ ((m << 1) | prev)) & low_bits(valid_bits(w, n));
 }
 
-// Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, zero past k), with popcounts.
+// Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, a multiple of 4, zero past k), with
+// popcounts. Four consecutive values per thread (one thread per value started k / 256 thread blocks: 420 K for the
+// 107 M NaN of gmt_sst at 1 GB), the value before them from the lane before (lane 0 loads it); a warp's 128 values
+// make four words, assembled from four ballots as k_quantize assembles its mask words.
 template <typename U>
 __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwords, uint32_t *__restrict__ C,
                               uint32_t *__restrict__ cnt) {
-    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if ((j >> 5) >= nwords) return;  // whole warp
-    const bool c = j < k && (j == 0 || V[j] != V[j - 1]);
-    const uint32_t fw = __ballot_sync(kFullMask, c);
-    if ((threadIdx.x & 31) == 0) {
-        C[j >> 5] = fw;
-        cnt[j >> 5] = __popc(fw);
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, j = 4 * t;
+    const int lane = threadIdx.x & 31;
+    if ((t - lane) / 8 >= nwords) return;   // the warp's first word is past the end (whole warps)
+    U v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = j + i < k ? V[j + i] : U(0);
+    U before = __shfl_up_sync(kFullMask, v[3], 1);
+    if (lane == 0) before = j > 0 && j - 1 < k ? V[j - 1] : U(0);
+    uint32_t b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        b[i] = __ballot_sync(kFullMask, j + i < k && (j + i == 0 || v[i] != (i ? v[i > 0 ? i - 1 : 0] : before)));
+    // Ballot i has bit l = change of value 4l + i of the warp; word m takes bits 8m .. 8m+7 of each.
+    if (lane < 4) {
+        uint32_t word = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) word |= spread_by_4((b[i] >> (8 * lane)) & 0xFFu) << i;
+        const uint64_t w = (t - lane) / 8 + lane;
+        C[w] = word;
+        cnt[w] = __popc(word);
     }
 }
 
-// Run values: V[j] for each j with C[j] = 1, at its rank, little-endian (segment 7 is byte-aligned).
+// Run values: V[j] for each j with C[j] = 1, at its rank, little-endian (segment 7 is byte-aligned). Lane l of a warp
+// reads change word 32g + l (nwords of them); the warp then takes the non-zero words one at a time, lane b the value
+// of bit b. (One thread per exception spent about as long starting blocks as reading C where the runs are few and
+// the exceptions many: a NaN land mask has one run for 40 % of the values.)
 template <typename U>
-__global__ void k_runs(const U *__restrict__ V, uint64_t k, const uint32_t *__restrict__ C,
+__global__ void k_runs(const U *__restrict__ V, uint64_t nwords, const uint32_t *__restrict__ C,
                        const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst) {
-    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= k) return;
-    const uint32_t w = C[j >> 5];
-    const int bit = (int)(j & 31);
-    if (!((w >> bit) & 1)) return;
-    const uint64_t pos = (uint64_t)offR[j >> 5] + __popc(w & low_bits(bit));
-    const U v = V[j];
-    uint8_t *o = dst + pos * sizeof(U);
+    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31;
+    if (w - lane >= nwords) return;   // the whole warp is past the end
+    const uint32_t word = w < nwords ? C[w] : 0u;
+    const uint64_t first = w < nwords && word ? offR[w] : 0;
+    for (uint32_t nz = __ballot_sync(kFullMask, word != 0); nz; nz &= nz - 1) {
+        const int src = __ffs(nz) - 1;
+        const uint32_t bits = __shfl_sync(kFullMask, word, src);
+        const uint64_t base = __shfl_sync(kFullMask, first, src);
+        if ((bits >> lane) & 1) {
+            const U v = V[32 * (w - lane + src) + lane];
+            uint8_t *o = dst + (base + __popc(bits & low_bits(lane))) * sizeof(U);
 #pragma unroll
-    for (int b = 0; b < (int)sizeof(U); ++b) o[b] = (uint8_t)(v >> (8 * b));
+            for (int b = 0; b < (int)sizeof(U); ++b) o[b] = (uint8_t)(v >> (8 * b));
+        }
+    }
 }
 
 // ---- host driver -------------------------------------------------------------------------------------------------
@@ -702,7 +727,7 @@ template <typename T> struct ExceptionStage {
         sparse_flags(E, nb_edge, flagE, cntE, s);
         size_t tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntE, offE, ng_edge, s);
-        k_change_bits<U><<<grid_for(nw_change * 32, 256), 256, 0, s>>>(V, k, nw_change, C, cntR);
+        k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR);
         ZB_LAUNCHED("k_change_bits");
         tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntR, offR, nw_change, s);
@@ -729,7 +754,8 @@ template <typename T> struct ExceptionStage {
         sparse_copy(E, nb_edge, flagE, offE, 1, 1, edge_blocks, s);
         ZB_CUDA(cudaMemcpyAsync(change_flags, flagC, change_flags_len, cudaMemcpyDeviceToDevice, s));
         sparse_copy(C, nb_change, flagC, offC, 1, 1, change_blocks, s);
-        k_runs<U><<<grid_for(k, 256), 256, 0, s>>>(V, k, C, offR, values);
+        const uint64_t nwords = div_up(k, 32);   // C is zero past k
+        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, values);
         ZB_LAUNCHED("k_runs");
     }
 };
