@@ -751,9 +751,9 @@ template <typename T> struct ExceptionStage {
             return;
         }
         ZB_CUDA(cudaMemcpyAsync(edge_flags, flagE, edge_flags_len, cudaMemcpyDeviceToDevice, s));
-        sparse_copy(E, nb_edge, flagE, offE, 1, 1, edge_blocks, s);
+        sparse_copy(E, nb_edge, edge_nnz, flagE, offE, 1, 1, edge_blocks, s);
         ZB_CUDA(cudaMemcpyAsync(change_flags, flagC, change_flags_len, cudaMemcpyDeviceToDevice, s));
-        sparse_copy(C, nb_change, flagC, offC, 1, 1, change_blocks, s);
+        sparse_copy(C, nb_change, change_nnz, flagC, offC, 1, 1, change_blocks, s);
         const uint64_t nwords = div_up(k, 32);   // C is zero past k
         k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, values);
         ZB_LAUNCHED("k_runs");
@@ -882,7 +882,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     uint8_t *pay = b.payload;
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
     timer.begin("segments");
-    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
+    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, h.nonzero_code_blocks, code_flags,
                 reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegCodeBlocks), s);
     if (h.escapes)
         launch_escapes(shape.rank, ntiles, s, b.q, dm, b.counts, b.offs,

@@ -228,9 +228,10 @@ size_t exclusive_sum4_temp_bytes(uint64_t n, cudaStream_t s);
 // Encoder: flag word and popcount for every group of 32 blocks of `words` (nblocks blocks, zero padded).
 void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts, cudaStream_t s);
 // Encoder: copies every flagged block to dst + 16 * (its rank among flagged blocks). The rank of the first block of
-// each "unit" of `groups_per_unit` (a power of 2) flag words is unit_off[unit * unit_stride].
-void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
-                 int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s);
+// each "unit" of `groups_per_unit` (a power of 2) flag words is unit_off[unit * unit_stride]. nstored: the number of
+// flagged blocks (it chooses the kernel's form).
+void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, const uint32_t *flagwords,
+                 const uint32_t *unit_off, int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s);
 // Decoder: reads flag bytes (any alignment) into flag words with their popcounts; flag bits at or past `nblocks`
 // set `errbit` in *err.
 void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,

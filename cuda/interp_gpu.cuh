@@ -679,7 +679,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         esc_at = staging;
         values_at = staging + esc_room;
     } else {
-        sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, code_flags,
+        sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, h.nonzero_code_blocks, code_flags,
                     reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
     }
     if (h.escapes) {

@@ -403,7 +403,7 @@ size_t encode_t(Context &c, const zb_params &p, const Shape &shape, const T *d_x
     if (h.seg[kPwSegSignFlags].length)
         ZB_CUDA(cudaMemcpyAsync(seg(kPwSegSignFlags), b.sflag, h.seg[kPwSegSignFlags].length,
                                 cudaMemcpyDeviceToDevice, s));
-    if (sign_nnz) sparse_copy(b.signw, nb_sign, b.sflag, b.soff, 1, 1, seg(kPwSegSignBlocks), s);
+    if (sign_nnz) sparse_copy(b.signw, nb_sign, sign_nnz, b.sflag, b.soff, 1, 1, seg(kPwSegSignBlocks), s);
     ex.write(seg(kPwSegExceptions), h.seg[kPwSegExceptions].length, seg(kPwSegExceptions + 1),
              seg(kPwSegExceptions + 2), h.seg[kPwSegExceptions + 2].length, seg(kPwSegExceptions + 3),
              seg(kPwSegExceptions + 4), s);

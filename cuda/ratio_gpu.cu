@@ -923,7 +923,8 @@ void RatioEncoder::write(uint8_t *const *dst, cudaStream_t s, KernelTimer *timer
         k_metadata<<<grid_for(B_, 256), 256, 0, s>>>(d_bits_, d_poff_, n_, lg_, B_, P_, runs_, dst[kRatioSegMetadata]);
         ZB_LAUNCHED("k_metadata");
         ZB_CUDA(cudaMemcpyAsync(dst[kRatioSegFlags], d_flagw_, len_[2], cudaMemcpyDeviceToDevice, s));
-        if (len_[3]) sparse_copy(d_words_, nblocks_, d_flagw_, d_off_, 1, 1, dst[kRatioSegBlocks], s);
+        if (len_[3])
+            sparse_copy(d_words_, nblocks_, len_[3] / kBlockBytes, d_flagw_, d_off_, 1, 1, dst[kRatioSegBlocks], s);
     });
 }
 

@@ -23,16 +23,18 @@ __global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblock
     }
 }
 
-// One thread per kCopyBlocks consecutive blocks (4: a nibble of a flag word): the rank of the first flagged one from its
-// unit's offset and the popcounts of the unit's earlier flag words, then the flagged blocks' loads, all issued before
-// the stores. One thread per block ran a chain of dependent loads in each of n / 8 threads: the code blocks of a 1 GB
-// TREFHT encode took 0.170 ms, 0.109 with 4 blocks per thread, 0.134 with 8 (gmt_sst, denser: 0.452, 0.468, 0.505).
-// unit_shift: log2 of the flag words per unit.
-constexpr int kCopyBlocks = 4;
+// One thread per K consecutive blocks (K = 1, or 4: a nibble of a flag word): the rank of the first flagged one from
+// its unit's offset and the popcounts of the unit's earlier flag words, then the flagged blocks' loads, all issued
+// before the stores. unit_shift: log2 of the flag words per unit. Where few blocks are stored, one thread per block
+// spends its time on that chain of dependent loads in n / 8 threads: the code blocks of a 1 GB TREFHT encode (22 %
+// stored) took 0.170 ms, 0.109 with K = 4, 0.134 with K = 8. Where most are stored, or the destination is not 4-byte
+// aligned (16 byte stores per block), K = 4 spreads a warp's stores over four times the span: gmt_sst's code blocks
+// 0.452 -> 0.468 ms, and the ratio encoder's bitstream (dense, any alignment) cost TREFHT's 1 GB interp/ratio
+// compression 10 %. sparse_copy takes K = 4 only for sparse copies to aligned destinations.
+template <int K>
 __global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
                               const uint32_t *__restrict__ unit_off, int unit_stride, int unit_shift,
                               uint8_t *__restrict__ dst) {
-    constexpr int K = kCopyBlocks;
     const uint64_t b0 = K * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (b0 >= nblocks) return;
     const uint64_t g = b0 >> 5;
@@ -129,15 +131,20 @@ void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, 
     ZB_LAUNCHED("k_sparse_flags");
 }
 
-void sparse_copy(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
-                 int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
+void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, const uint32_t *flagwords,
+                 const uint32_t *unit_off, int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
     if (!nblocks) return;
     int unit_shift = 0;
     while ((1 << unit_shift) < groups_per_unit) ++unit_shift;
     if ((1 << unit_shift) != groups_per_unit) throw std::logic_error("sparse_copy: groups_per_unit is not a power of 2");
-    k_sparse_copy<<<grid_for(div_up(nblocks, kCopyBlocks), kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words),
-                                                                            nblocks, flagwords, unit_off, unit_stride,
-                                                                            unit_shift, dst);
+    const uint4 *blocks = reinterpret_cast<const uint4 *>(words);
+    if (2 * nstored <= nblocks && reinterpret_cast<uintptr_t>(dst) % 4 == 0) {
+        k_sparse_copy<4><<<grid_for(div_up(nblocks, 4), kBlock), kBlock, 0, s>>>(blocks, nblocks, flagwords, unit_off,
+                                                                               unit_stride, unit_shift, dst);
+    } else {
+        k_sparse_copy<1><<<grid_for(nblocks, kBlock), kBlock, 0, s>>>(blocks, nblocks, flagwords, unit_off, unit_stride,
+                                                                      unit_shift, dst);
+    }
     ZB_LAUNCHED("k_sparse_copy");
 }
 
