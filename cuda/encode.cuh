@@ -152,6 +152,19 @@ __device__ __forceinline__ uint32_t spread_by_4(uint32_t b) {
     return (b | (b << 3)) & 0x11111111u;
 }
 
+// Bits of a warp's 128 consecutive values, four per lane (bit i of `nibble`: value 4 * lane + i), as four 32-bit
+// words: lane l gets word l % 4 (values 32m .. 32m+31 for m = l % 4; lanes 0-3 store them). Called by whole warps.
+// Ballot i has bit l = bit i of lane l; word m takes bits 8m .. 8m+7 of each.
+__device__ __forceinline__ uint32_t warp_words_of_nibbles(uint32_t nibble, int lane) {
+    uint32_t word = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t b = __ballot_sync(kFullMask, (nibble >> i) & 1u);
+        word |= spread_by_4((b >> (8 * (lane & 3))) & 0xFFu) << i;
+    }
+    return word;
+}
+
 // q for every value (0 for an exception) and the exception mask M (bit j of word w: value 32w + j). Each value is
 // quantized exactly once; the Lorenzo kernels then work on integers only. Four consecutive values per thread, with
 // 16-byte loads and stores (one value per thread left the kernel at half the machine's copy bandwidth); a warp's 128
@@ -185,17 +198,9 @@ k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, const QuantParam
         for (int k = 0; k < 4; ++k)
             if (i + k < n) q[i + k] = (uint32_t)qi[k];
     }
-    // Ballot k has bit l = exception of value 4l + k of the warp; word w takes bits 8w .. 8w+7 of each.
-    uint32_t b[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) b[k] = __ballot_sync(kFullMask, (exc >> k) & 1u);
     const int lane = threadIdx.x & 31;
-    if (lane < 4) {
-        uint32_t word = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) word |= spread_by_4((b[k] >> (8 * lane)) & 0xFFu) << k;
-        mwords[(thread - (uint64_t)lane) / 8 + (uint64_t)lane] = word;
-    }
+    const uint32_t word = warp_words_of_nibbles(exc, lane);
+    if (lane < 4) mwords[(thread - (uint64_t)lane) / 8 + (uint64_t)lane] = word;
 }
 
 // ---- prediction --------------------------------------------------------------------------------------------------
@@ -494,7 +499,7 @@ __global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_
 // Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, a multiple of 4, zero past k), with
 // popcounts. Four consecutive values per thread (one thread per value started k / 256 thread blocks: 420 K for the
 // 107 M NaN of gmt_sst at 1 GB), the value before them from the lane before (lane 0 loads it); a warp's 128 values
-// make four words, assembled from four ballots as k_quantize assembles its mask words.
+// make four words (warp_words_of_nibbles, as k_quantize's mask words).
 template <typename U>
 __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwords, uint32_t *__restrict__ C,
                               uint32_t *__restrict__ cnt) {
@@ -506,15 +511,12 @@ __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwor
     for (int i = 0; i < 4; ++i) v[i] = j + i < k ? V[j + i] : U(0);
     U before = __shfl_up_sync(kFullMask, v[3], 1);
     if (lane == 0) before = j > 0 && j - 1 < k ? V[j - 1] : U(0);
-    uint32_t b[4];
+    uint32_t changes = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-        b[i] = __ballot_sync(kFullMask, j + i < k && (j + i == 0 || v[i] != (i ? v[i > 0 ? i - 1 : 0] : before)));
-    // Ballot i has bit l = change of value 4l + i of the warp; word m takes bits 8m .. 8m+7 of each.
+        changes |= (uint32_t)(j + i < k && (j + i == 0 || v[i] != (i ? v[i > 0 ? i - 1 : 0] : before))) << i;
+    const uint32_t word = warp_words_of_nibbles(changes, lane);
     if (lane < 4) {
-        uint32_t word = 0;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) word |= spread_by_4((b[i] >> (8 * lane)) & 0xFFu) << i;
         const uint64_t w = (t - lane) / 8 + lane;
         C[w] = word;
         cnt[w] = __popc(word);
