@@ -15,6 +15,7 @@
 // The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc, one block, computes it the same way
 // on the device, so that neither the encoder (which seals the header in device memory) nor the decoder (which
 // compares) waits for the piece CRCs on the host.
+#include <algorithm>
 #include <vector>
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
@@ -143,23 +144,32 @@ __device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bs
 // work per byte low), blocks of 256 S bytes, each inside one piece. A block's raw CRC (block_tree_crc), shifted to
 // the end of its piece, is xored into out[piece], which the caller zeroed; the piece's first block also adds
 // shift(0xFFFFFFFF, piece length) and the final xor. XOR is commutative: the same words in any order.
+// d_len, d_status (device words, or nullptr): the length read on the device, and nothing done unless *d_status is 0
+// (piece_crcs_at: a payload laid out on the device). A block takes the block-sized ranges blockIdx.x, + gridDim.x, ...
+// (one where the grid covers the payload).
 template <int S>
 __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
-            uint32_t *__restrict__ out) {
+            uint32_t *__restrict__ out, const uint64_t *__restrict__ d_len, const uint64_t *__restrict__ d_status) {
     __shared__ uint32_t tab[kCrcWords];
     __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    if (d_status && *d_status) return;
+    if (d_len) len = *d_len;
+    constexpr uint64_t kPerBlock = (uint64_t)kCrcThreads * S;
+    if ((uint64_t)blockIdx.x * kPerBlock >= len) return;  // the whole block
     load_tables(tab, tables_g);
-    const uint64_t bstart = (uint64_t)blockIdx.x * kCrcThreads * S;
-    uint32_t n;
-    const uint32_t raw = block_tree_crc<S>(data, bstart, len, tab, warp_raw, warp_len, n);
-    if (threadIdx.x != 0) return;
     const uint32_t *mats = tab + 1024;
-    const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
-    const uint64_t pend = min(len, pstart + kChecksumPiece);
-    uint32_t contrib = crc_shift(mats, raw, (uint32_t)(pend - (bstart + n)));
-    if (bstart == pstart) contrib ^= crc_shift(mats, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ 0xFFFFFFFFu;
-    atomicXor(out + piece, contrib);
+    for (uint64_t bstart = (uint64_t)blockIdx.x * kPerBlock; bstart < len; bstart += (uint64_t)gridDim.x * kPerBlock) {
+        uint32_t n;
+        const uint32_t raw = block_tree_crc<S>(data, bstart, len, tab, warp_raw, warp_len, n);
+        if (threadIdx.x == 0) {
+            const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
+            const uint64_t pend = min(len, pstart + kChecksumPiece);
+            uint32_t contrib = crc_shift(mats, raw, (uint32_t)(pend - (bstart + n)));
+            if (bstart == pstart) contrib ^= crc_shift(mats, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ 0xFFFFFFFFu;
+            atomicXor(out + piece, contrib);
+        }
+    }
 }
 
 // One block: the payload checksum (CRC-32C of the `count` little-endian piece CRCs, 0 when there are none), then
@@ -194,6 +204,56 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     }
 }
 
+// One block: the payload checksum of the piece CRCs of a payload of *d_len bytes into the header at hdr (hb bytes,
+// written with zeros in its two checksum fields), then the header's own CRC over everything before it; nothing
+// unless *d_status is 0. The header's bytes are any alignment (a caller's buffer).
+__global__ void __launch_bounds__(kCrcThreads)
+k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_len,
+              const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint8_t *__restrict__ hdr,
+              uint32_t hb) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    if (*d_status) return;
+    load_tables(tab, tables_g);
+    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
+    const uint64_t len = 4 * ((*d_len + kChecksumPiece - 1) / kChecksumPiece);  // the piece CRCs' bytes
+    uint32_t reg = 0xFFFFFFFFu;  // as k_payload_crc
+    for (uint64_t p = 0; p < len; p += kChecksumPiece) {
+        uint32_t n;
+        const uint32_t raw = block_tree_crc<256>(bytes, p, len, tab, warp_raw, warp_len, n);
+        reg = crc_shift(tab + 1024, reg, n) ^ raw;
+    }
+    if (threadIdx.x == 0)
+        for (int b = 0; b < 4; ++b) hdr[hb - 8 + b] = (uint8_t)((reg ^ 0xFFFFFFFFu) >> (8 * b));
+    __syncthreads();  // the field is part of what the header CRC covers
+    uint32_t n;
+    const uint32_t raw = block_tree_crc<16>(hdr, 0, hb - 4, tab, warp_raw, warp_len, n);
+    if (threadIdx.x != 0) return;
+    const uint32_t crc = crc_shift(tab + 1024, 0xFFFFFFFFu, hb - 4) ^ raw ^ 0xFFFFFFFFu;
+    for (int b = 0; b < 4; ++b) hdr[hb - 4 + b] = (uint8_t)(crc >> (8 * b));
+}
+
+// The largest slice that still gives every SM about 1024 threads for a payload of about len bytes.
+int slice_for(const Context &c, uint64_t len) {
+    const uint64_t want = (uint64_t)c.sm_count * 1024;
+    return len / 256 >= want ? 256 : len / 64 >= want ? 64 : 16;
+}
+
+// len: the payload's length, or with d_len its bound; the grid covers likely_len (at least two blocks per SM), and
+// its blocks take the rest in turn.
+void launch_piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint64_t likely_len, int slice,
+                       uint32_t *d_out, const uint64_t *d_len, const uint64_t *d_status, cudaStream_t s) {
+    ZB_CUDA(cudaMemsetAsync(d_out, 0, 4 * piece_count(len), s));
+    const uint64_t per_block = (uint64_t)kCrcThreads * slice;
+    const uint64_t most = (len + per_block - 1) / per_block;
+    const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
+    const unsigned grid = (unsigned)std::min(most, likely);
+    if (slice == 256) k_piece_crc<256><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
+    else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
+    else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
+    ZB_LAUNCHED("k_piece_crc");
+}
+
 }  // namespace
 
 void init_crc_tables(Context &c) {
@@ -225,18 +285,20 @@ void init_crc_tables(Context &c) {
 }
 
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s) {
-    const uint64_t pieces = piece_count(len);
-    if (!pieces) return;
-    ZB_CUDA(cudaMemsetAsync(d_out, 0, 4 * pieces, s));
-    // The largest slice that still gives every SM about 1024 threads.
-    const uint64_t want = (uint64_t)c.sm_count * 1024;
-    const int slice = len / 256 >= want ? 256 : len / 64 >= want ? 64 : 16;
-    const uint64_t per_block = (uint64_t)kCrcThreads * slice;
-    const unsigned grid = (unsigned)((len + per_block - 1) / per_block);
-    if (slice == 256) k_piece_crc<256><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
-    else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
-    else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
-    ZB_LAUNCHED("k_piece_crc");
+    if (!len) return;
+    launch_piece_crcs(c, payload, len, len, slice_for(c, len), d_out, nullptr, nullptr, s);
+}
+
+void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
+                   const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_out, cudaStream_t s) {
+    if (!max_len) return;
+    launch_piece_crcs(c, payload, max_len, likely_len, slice_for(c, likely_len), d_out, d_len, d_status, s);
+}
+
+void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,
+                 uint8_t *d_header, size_t header_bytes, cudaStream_t s) {
+    k_seal_header<<<1, kCrcThreads, 0, s>>>(d_crcs, d_len, d_status, c.d_crc, d_header, (uint32_t)header_bytes);
+    ZB_LAUNCHED("k_seal_header");
 }
 
 void seal_payload_crc(const Context &c, const uint32_t *d_crcs, uint64_t len, uint8_t *d_field, cudaStream_t s) {

@@ -10,12 +10,18 @@
 //   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, 8 consecutive codes per thread) + 16-bit
 //             codes + bitshuffle (two 8x8 bit transposes per thread) + zero-block flags (written straight into
 //             segment 0) + per-tile counts
-//   CUB exclusive scan of the per-tile counts -> sync (range keys; counts of blocks, escapes, exceptions)
-//   only if exceptions: gather their values, edge mask, change bits, their sparse flags and counts -> sync
-//   fast_layout (host) and the raw-passthrough decision; then the segments are written at their final offsets:
-//   sparse copy of code blocks, escapes, edge and change masks, run values (into the caller's device buffer, after
-//   the header, when it has room for a raw stream); CRC-32C of each 64 KiB piece; device output: header copied from
-//   the host with a zero payload checksum and sealed by the GPU -> sync; host output: download, header on the host.
+//   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
+//   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap)
+//   k_fast_layout, one thread: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout),
+//             the raw-passthrough and capacity decisions, the header's counts and segment table
+//   the segments at their final offsets, read on the device: sparse copy of code blocks, escapes, edge and change
+//   masks, run values (into the caller's device buffer, after the header, when it has room for a raw stream);
+//   CRC-32C of each 64 KiB piece; the header sealed (payload checksum, header CRC) -> sync (the layout words)
+//   then: a raw-passthrough stream instead, or, with more exceptions than the cap, the exception stage and what
+//   follows once more with their count; host output: download.
+// A device call of up to kSyncFreeMaxBytes that repeats (the same buffers, shape and parameters: a graph key) runs
+// as one CUDA graph, its exception stage queued for up to a cap of exceptions, and waits only at that sync. Other
+// calls first wait for the totals: the exception stage is then sized exactly and skipped where there are none.
 #pragma once
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -39,6 +45,20 @@ namespace enc {
 // Internal linkage: this header is compiled once per value type (decode_f32.cu, decode_f64.cu, ...), and the
 // type-independent kernels must not clash at link time.
 namespace {
+
+// Device words of one fast encode (carved once per call), read back by the host in one copy at the end. The stream's
+// layout is computed on the device (k_fast_layout) from the counts, so that the segments, the checksum and the
+// header follow the counting kernels without a round trip to the host.
+enum LayoutStatus : uint64_t { kLayoutOk = 0, kLayoutRaw = 1, kLayoutTooSmall = 2, kLayoutOverCap = 3 };
+struct EncodeWords {
+    unsigned long long keys[2];       // k_range: min, max keys (REL)
+    unsigned long long totals[3];     // stored code blocks, escapes, exceptions
+    unsigned long long ex_totals[3];  // the exception stage's stored edge blocks, stored change blocks, runs
+    QuantParams qp;                   // REL: k_rel_params
+    uint64_t off[kFastSegmentCount], len[kFastSegmentCount];  // k_fast_layout
+    uint64_t payload_len, stream_len;
+    uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
+};
 
 // ---- value range (REL) -------------------------------------------------------------------------------------------
 
@@ -427,11 +447,12 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
 template <int Rank>
 __global__ void __launch_bounds__(kTileThreads)
 k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ counts, const uint4 *__restrict__ offs,
-          int32_t *__restrict__ out) {
+          uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     const uint64_t t = blockIdx.x;
-    if (counts[t].y == 0) return;
+    if (w->status != kLayoutOk || counts[t].y == 0) return;
+    int32_t *out = reinterpret_cast<int32_t *>(pay + w->off[kSegEscapes]);  // 4-byte aligned: see encode_impl
     uint64_t run = offs[t].y;
     for (int r = 0; r < 8; ++r) {
         const uint64_t i = t * kTileCodes + (uint64_t)r * kTileThreads + threadIdx.x;
@@ -453,6 +474,14 @@ k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ cou
 
 // ---- exceptions --------------------------------------------------------------------------------------------------
 
+// With the count on the device (d_k), the exception stage runs only when there are exceptions and they fit the
+// buffers carved for kcap of them; without it (nullptr) the host knew the count.
+__device__ __forceinline__ bool exceptions_fit(const unsigned long long *d_k, uint64_t kcap) {
+    if (!d_k) return true;
+    const unsigned long long k = *d_k;
+    return k != 0 && k <= kcap;
+}
+
 // Exception values in index order: V[offset of the tile + rank in the tile] = bits of x. A block looks at
 // kGatherTiles tiles and takes those with exceptions in turn (one block per tile spent 80 us of a 1 GB encode
 // starting blocks for tiles without any); 256 threads per tile, 8 consecutive values each (one byte of a mask
@@ -463,10 +492,12 @@ constexpr unsigned kGatherTiles = 4;
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
 k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords, const uint4 *__restrict__ counts,
-                    const uint4 *__restrict__ offs, uint64_t ntiles, typename FloatBits<T>::U *__restrict__ V) {
+                    const uint4 *__restrict__ offs, uint64_t ntiles, typename FloatBits<T>::U *__restrict__ V,
+                    const unsigned long long *__restrict__ d_k, uint64_t kcap) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     __shared__ uint32_t listed, list[kGatherTiles];  // tiles of this block with exceptions (any order)
+    if (!exceptions_fit(d_k, kcap)) return;
     const int j = threadIdx.x;
     const uint64_t t0 = (uint64_t)blockIdx.x * kGatherTiles;
     if (j == 0) listed = 0;
@@ -488,9 +519,10 @@ k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords
 }
 
 // Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared.
-__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E) {
+__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E,
+                        const unsigned long long *__restrict__ d_k, uint64_t kcap) {
     const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= nwords) return;
+    if (w >= nwords || !exceptions_fit(d_k, kcap)) return;
     const uint32_t m = M[w];
     const uint32_t prev = w ? (M[w - 1] >> 31) : 0u;
     E[w] = (m ^ ((m << 1) | prev)) & low_bits(valid_bits(w, n));
@@ -502,10 +534,14 @@ __global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_
 // make four words (warp_words_of_nibbles, as k_quantize's mask words).
 template <typename U>
 __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwords, uint32_t *__restrict__ C,
-                              uint32_t *__restrict__ cnt) {
+                              uint32_t *__restrict__ cnt, const unsigned long long *__restrict__ d_k) {
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, j = 4 * t;
     const int lane = threadIdx.x & 31;
     if ((t - lane) / 8 >= nwords) return;   // the warp's first word is past the end (whole warps)
+    if (d_k) {  // k is the cap: the count is on the device (words past it are zero)
+        if (!exceptions_fit(d_k, k)) return;
+        k = *d_k;
+    }
     U v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = j + i < k ? V[j + i] : U(0);
@@ -527,12 +563,18 @@ __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwor
 // reads change word 32g + l (nwords of them); the warp then takes the non-zero words one at a time, lane b the value
 // of bit b. (One thread per exception spent about as long starting blocks as reading C where the runs are few and
 // the exceptions many: a NaN land mask has one run for 40 % of the values.)
+// words (or nullptr): a stream laid out on the device, dst its payload.
 template <typename U>
 __global__ void k_runs(const U *__restrict__ V, uint64_t nwords, const uint32_t *__restrict__ C,
-                       const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst) {
+                       const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst,
+                       const EncodeWords *__restrict__ words) {
     const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
     if (w - lane >= nwords) return;   // the whole warp is past the end
+    if (words) {
+        if (words->status != kLayoutOk || words->len[kSegExceptionValues] == 0) return;
+        dst += words->off[kSegExceptionValues];
+    }
     const uint32_t word = w < nwords ? C[w] : 0u;
     const uint64_t first = w < nwords && word ? offR[w] : 0;
     for (uint32_t nz = __ballot_sync(kFullMask, word != 0); nz; nz &= nz - 1) {
@@ -574,14 +616,83 @@ inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint3
     ZB_LAUNCHED("k_encode");
 }
 
+// Escapes of a stream laid out on the device (k_escapes reads the layout words w; pay = the payload).
 inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const Dims &dm,
-                           const uint4 *counts, const uint4 *offs, int32_t *out) {
+                           const uint4 *counts, const uint4 *offs, uint8_t *pay, const EncodeWords *w) {
     switch (rank) {
-        case 1: k_escapes<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
-        case 2: k_escapes<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
-        default: k_escapes<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, out); break;
+        case 1: k_escapes<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
+        case 2: k_escapes<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
+        default: k_escapes<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
     }
     ZB_LAUNCHED("k_escapes");
+}
+
+// One thread: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), the
+// raw-passthrough and capacity decisions (w->status), and, for a stream to be written, the header's flags, counts,
+// segment table and (REL) bound, patched into the header at hdr (hb bytes, written by the host with zero counts; the
+// checksums are sealed last, seal_header). kcap: the exceptions the exception stage had room for.
+__global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t value_bytes, uint64_t kcap,
+                              uint64_t raw_bytes, uint64_t capacity, uint32_t hb, int rel, uint8_t *__restrict__ hdr) {
+    const unsigned long long k = w->totals[2];
+    if (k > kcap) {
+        w->status = kLayoutOverCap;
+        return;
+    }
+    const bool ex = k != 0;
+    const FastCounts fc{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
+                        ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
+    uint64_t len[kFastSegmentCount];
+    const uint8_t flags = fast_segment_lengths(fc, len);
+    uint64_t off = 0;
+    for (int i = 0; i < kFastSegmentCount; ++i) {
+        w->off[i] = off;
+        w->len[i] = len[i];
+        off += len[i];
+    }
+    const uint64_t total = hb + off;
+    w->payload_len = off;
+    w->stream_len = total;
+    w->status = total >= raw_bytes ? kLayoutRaw : total > capacity ? kLayoutTooSmall : kLayoutOk;
+    if (w->status != kLayoutOk) return;
+    auto put = [hdr](size_t at, uint64_t v, int bytes) {
+        for (int b = 0; b < bytes; ++b) hdr[at + b] = (uint8_t)(v >> (8 * b));
+    };
+    put(kHdrFlagsAt, flags, 1);
+    if (rel) put(kHdrEbAt, (uint64_t)__double_as_longlong(w->qp.eb), 8);
+    put(kHdrCountsAt, fc.escapes, 8);
+    put(kHdrCountsAt + 8, fc.exceptions, 8);
+    put(kHdrCountsAt + 16, fc.runs, 8);
+    put(kHdrCountsAt + 24, fc.nonzero_code_blocks, 8);
+    for (int i = 0; i < kFastSegmentCount; ++i) {
+        put(kHeaderFixedBytes + 16 * i, w->off[i], 8);
+        put(kHeaderFixedBytes + 16 * i + 8, len[i], 8);
+    }
+    put(hb - 8, 0, 8);  // the checksums, sealed last
+}
+
+// The header written by the host with zero counts (k_fast_layout and seal_header complete it), as a kernel argument:
+// a graph of the call (queue_as_graph) then holds no copy into the caller's buffer, whose allocation a copy node would
+// keep from the capture (a buffer freed and allocated again at the same address made its replay fail).
+constexpr size_t kFastHeaderBytes = kHeaderFixedBytes + 16 * (size_t)kFastSegmentCount + 8;
+struct FastHeaderBytes {
+    uint8_t b[kFastHeaderBytes];
+};
+__global__ void k_put_header(FastHeaderBytes h, uint8_t *__restrict__ dst) {
+    for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) dst[i] = h.b[i];
+}
+
+// The flag segments of the exception masks (blockIdx.y 0: edges, 1: changes) at their offsets in a stream laid out on
+// the device: the flag words' bytes, or zeros where there are no exceptions (the edge flags are never empty).
+__global__ void k_put_flags(const EncodeWords *__restrict__ w, uint8_t *__restrict__ pay,
+                            const uint32_t *__restrict__ flagE, const uint32_t *__restrict__ flagC) {
+    if (w->status != kLayoutOk) return;
+    const int seg = blockIdx.y ? kSegChangeFlags : kSegEdgeFlags;
+    const uint64_t len = w->len[seg];
+    const bool zeros = w->totals[2] == 0;
+    const uint8_t *src = reinterpret_cast<const uint8_t *>(blockIdx.y ? flagC : flagE);
+    uint8_t *dst = pay + w->off[seg];
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += (uint64_t)gridDim.x * blockDim.x)
+        dst[i] = zeros ? 0 : src[i];
 }
 
 // Copies `count` 64-bit results from device memory to the context's pinned scratch and waits for them.
@@ -683,8 +794,10 @@ size_t write_raw(Context &c, const Header &h, const T *x, const T *h_x, uint32_t
 
 // The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
 // words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
-// lays them out. plan() computes the values, the edge mask, the change bits and their sparse forms (buffers in the
-// exceptions arena) and waits for the counts; write() queues the five segments at their final places.
+// lays them out: the values, the edge mask, the change bits, their sparse flags and counts (buffers in the
+// exceptions arena). launch() queues them for k exceptions, or, with the count only on the device (d_k), for up to k
+// (the kernels do nothing when there are none or more); plan() also waits for the totals. write() queues the five
+// segments at offsets the host knows, write_at() at those of a stream laid out on the device.
 template <typename T> struct ExceptionStage {
     using U = typename FloatBits<T>::U;
     uint64_t k = 0, n = 0, nb_edge = 0, nb_change = 0, edge_nnz = 0, change_nnz = 0, runs = 0;
@@ -693,9 +806,10 @@ template <typename T> struct ExceptionStage {
     uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
     void *temp = nullptr;
 
-    // scratch: 3 device words for the totals.
-    void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
-              uint64_t k_, unsigned long long *scratch, cudaStream_t s, KernelTimer &timer) {
+    size_t ex_scan_bytes = 0;
+
+    // The buffers for k exceptions (the count, or the cap of a count on the device), in the exceptions arena.
+    void carve(Context &c, uint64_t n_, uint64_t k_, cudaStream_t s) {
         n = n_;
         k = k_;
         const uint64_t ntiles = code_tiles(n);
@@ -703,7 +817,7 @@ template <typename T> struct ExceptionStage {
         nb_change = div_up(div_up(k, 8), kBlockBytes);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         if (!k) return;
-        const size_t ex_scan_bytes = exclusive_sum_temp_bytes({ng_edge, nw_change, ng_change}, s);
+        ex_scan_bytes = exclusive_sum_temp_bytes({ng_edge, nw_change, ng_change}, s);
         auto carve_ex = [&](Carver &cv) {
             V = cv.take<U>(k);
             E = cv.take<uint32_t>(ntiles * 64);
@@ -719,17 +833,25 @@ template <typename T> struct ExceptionStage {
             temp = cv.take<uint8_t>(ex_scan_bytes);
         };
         carve_from(c.arena[kArenaExceptions], carve_ex);
+    }
 
+    // Queues the stage (after carve). d_k: nullptr when k is the count, else the count's device word. ex_totals: 3
+    // device words (stored edge blocks, stored change blocks, runs).
+    void queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
+               const unsigned long long *d_k, unsigned long long *ex_totals, cudaStream_t s, KernelTimer &timer) const {
+        if (!k) return;
+        const uint64_t ntiles = code_tiles(n);
+        const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         timer.begin("exceptions");
         k_gather_exceptions<T><<<(unsigned)div_up(ntiles, kGatherTiles), kTileThreads, 0, s>>>(x, mwords, counts, offs,
-                                                                                              ntiles, V);
+                                                                                              ntiles, V, d_k, k);
         ZB_LAUNCHED("k_gather_exceptions");
-        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(mwords, ntiles * 64, n, E);
+        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(mwords, ntiles * 64, n, E, d_k, k);
         ZB_LAUNCHED("k_edges");
         sparse_flags(E, nb_edge, flagE, cntE, s);
         size_t tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntE, offE, ng_edge, s);
-        k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR);
+        k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR, d_k);
         ZB_LAUNCHED("k_change_bits");
         tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntR, offR, nw_change, s);
@@ -737,8 +859,22 @@ template <typename T> struct ExceptionStage {
         tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntC, offC, ng_change, s);
         const ScanTotal t[3] = {{offE, cntE, ng_edge, 1}, {offC, cntC, ng_change, 1}, {offR, cntR, nw_change, 1}};
-        scan_totals(t, 3, scratch, s);
+        scan_totals(t, 3, ex_totals, s);
         timer.end();
+    }
+
+    void launch(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
+                uint64_t k_, const unsigned long long *d_k, unsigned long long *ex_totals, cudaStream_t s,
+                KernelTimer &timer) {
+        carve(c, n_, k_, s);
+        queue(x, mwords, counts, offs, d_k, ex_totals, s, timer);
+    }
+
+    // k exceptions (known): launch, then wait for the totals. scratch: 3 device words.
+    void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
+              uint64_t k_, unsigned long long *scratch, cudaStream_t s, KernelTimer &timer) {
+        launch(c, x, mwords, counts, offs, n_, k_, nullptr, scratch, s, timer);
+        if (!k) return;
         const unsigned long long *tot = fetch_totals(c, scratch, 3, s);
         edge_nnz = tot[0];
         change_nnz = tot[1];
@@ -757,15 +893,42 @@ template <typename T> struct ExceptionStage {
         ZB_CUDA(cudaMemcpyAsync(change_flags, flagC, change_flags_len, cudaMemcpyDeviceToDevice, s));
         sparse_copy(C, nb_change, change_nnz, flagC, offC, 1, 1, change_blocks, s);
         const uint64_t nwords = div_up(k, 32);   // C is zero past k
-        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, values);
+        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, values, nullptr);
+        ZB_LAUNCHED("k_runs");
+    }
+
+    // The five segments of a fast stream laid out on the device (k_fast_layout's words w, payload pay).
+    void write_at(uint8_t *pay, EncodeWords *w, cudaStream_t s) const {
+        const uint64_t flag_bytes = std::max(sparse_flag_bytes(div_up(n, 8)), sparse_flag_bytes(div_up(k, 8)));
+        k_put_flags<<<dim3(grid_for(flag_bytes, 256), 2), 256, 0, s>>>(w, pay, flagE, flagC);
+        ZB_LAUNCHED("k_put_flags");
+        if (!k) return;
+        sparse_copy_at(E, nb_edge, flagE, offE, 1, 1, pay, &w->off[kSegEdgeBlocks], &w->len[kSegEdgeBlocks], &w->status,
+                       0, s);
+        sparse_copy_at(C, nb_change, flagC, offC, 1, 1, pay, &w->off[kSegChangeBlocks], &w->len[kSegChangeBlocks],
+                       &w->status, 0, s);
+        const uint64_t nwords = div_up(k, 32);   // C is zero past the count
+        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, pay, w);
         ZB_LAUNCHED("k_runs");
     }
 };
 
+// Calls on device data of up to this many raw bytes may run as a graph (see the flow above): the exception stage is
+// queued for up to exception_cap(n) exceptions (with more it runs again once their count is known), and the host
+// waits once, at the end. Larger calls gain little from it: a wait for the totals costs under 1 % there.
+constexpr size_t kSyncFreeMaxBytes = size_t(256) << 20;
+// The exceptions a device call's first round has room for: n / 64, at least 65536, or, where the context's last call
+// had a larger fraction of exceptions, a quarter more than that fraction (as a power of 2, so that graphs repeat).
+inline uint64_t exception_cap(uint64_t n, double last_fraction) {
+    uint64_t cap = std::max<uint64_t>(65536, n / 64);
+    const double want = 1.25 * last_fraction * (double)n;
+    while ((double)cap < want) cap *= 2;
+    return std::min<uint64_t>(n, cap);
+}
+
 template <typename T>
 size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *d_x_in, const T *h_x,
                    const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
-    using U = typename FloatBits<T>::U;
     const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
     const uint64_t n = shape.n;
     const uint64_t ntiles = code_tiles(n);
@@ -773,8 +936,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // Device output that can hold a raw stream (so any compressed one: a compressed stream is only written when it
     // is shorter) and segment 0, which k_encode writes before that choice; with the payload's start 4-byte aligned,
-    // the segments are written in place, after the header, and no payload copy is needed.
-    const size_t fast_hb = kHeaderFixedBytes + 16 * (size_t)kFastSegmentCount + 8;
+    // the header and the segments are written in place and no copy is needed.
+    const size_t fast_hb = kFastHeaderBytes;
     const size_t before_choice = fast_hb + ntiles * kTileFlagBytes;
     const bool in_place = out.on_device && out.capacity >= std::max(raw_bytes, before_choice) &&
                           reinterpret_cast<uintptr_t>(out.ptr + fast_hb) % 4 == 0;
@@ -788,8 +951,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint4 *dense;
         uint32_t *mwords;
         uint4 *counts, *offs;
-        unsigned long long *scratch;  // [0..1] range keys, [2..7] totals, [8..] REL quantizer constants
-        uint8_t *payload;
+        EncodeWords *w;
+        uint8_t *hdr, *payload;
         uint32_t *crcs;
         void *temp;
     } b{};
@@ -800,7 +963,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.mwords = cv.take<uint32_t>(ntiles * 64);
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
-        b.scratch = cv.take<unsigned long long>(8 + div_up(sizeof(QuantParams), 8));  // + the REL quantizer constants
+        b.w = cv.take<EncodeWords>(1);
+        b.hdr = in_place ? out.ptr : cv.take<uint8_t>(fast_hb);
         b.payload = in_place ? out.ptr + fast_hb : cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
@@ -812,87 +976,161 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         upload(c, b.x, h_x, n * sizeof(T), s);
         x = b.x;
     }
+    EncodeWords *w = b.w;
+    const bool rel = p.mode == ZB_MODE_REL;
+    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_rel_params)
+    const Dims dm = make_dims(shape);
+    uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
+    uint8_t *pay = b.payload;
 
+    // The header with zero counts and checksums (k_fast_layout and seal_header complete it), written by k_put_header.
     Header h;
+    h.version = lorenzo_fast_version(shape);
     h.dtype = dtype;
     h.shape = shape;
     h.mode = p.mode;
+    h.predictor = 1;
+    h.encoder = 1;
     h.bound = p.bound;
+    h.eb = rel ? 0.0 : qp.eb;
+    h.nsegments = kFastSegmentCount;
+    FastHeaderBytes tmpl;
+    write_header(h, tmpl.b);
 
-    // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device by k_quantize (the host
-    //      derives the same bits below, from the keys fetched with the totals)
-    const bool rel = p.mode == ZB_MODE_REL;
-    if (rel) launch_range(c, x, n, p, b.scratch, s, timer);
-    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_rel_params)
-    const Dims dm = make_dims(shape);
-
-    // ---- 2. codes, flags, masks and per-tile counts
-    timer.begin("quantize");
-    uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
-    const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
-    const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    QuantParams *d_qp = reinterpret_cast<QuantParams *>(b.scratch + 8);
-    if (rel) {
-        k_rel_params<<<1, 1, 0, s>>>(b.scratch, p.bound, p.has_fill, p.fill_bits, d_qp);
-        ZB_LAUNCHED("k_rel_params");
-    }
-    auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
-                               : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
-    quantize_kernel<<<qblocks, 256, 0, s>>>(x, n, qp, d_qp, b.q, b.mwords);
-    ZB_LAUNCHED("k_quantize");
-    timer.end();
-    timer.begin("encode");
-    launch_encode(shape.rank, ntiles, s, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
-    exclusive_sum4(b.temp, scan_bytes, b.counts, b.offs, ntiles, s);
-    {
+    // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device (k_rel_params), where
+    //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
+    //      Queued on q (the call's stream, or the stream that captures a graph of the call).
+    auto queue_codes = [&](cudaStream_t q) {
+        k_put_header<<<1, 256, 0, q>>>(tmpl, b.hdr);
+        ZB_LAUNCHED("k_put_header");
+        if (rel) launch_range(c, x, n, p, w->keys, q, timer);
+        timer.begin("quantize");
+        const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
+        const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+        if (rel) {
+            k_rel_params<<<1, 1, 0, q>>>(w->keys, p.bound, p.has_fill, p.fill_bits, &w->qp);
+            ZB_LAUNCHED("k_rel_params");
+        }
+        auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
+                                   : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
+        quantize_kernel<<<qblocks, 256, 0, q>>>(x, n, qp, &w->qp, b.q, b.mwords);
+        ZB_LAUNCHED("k_quantize");
+        timer.end();
+        timer.begin("encode");
+        launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
+        size_t tb = scan_bytes;
+        exclusive_sum4(b.temp, tb, b.counts, b.offs, ntiles, q);
         const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
         const uint32_t *cnt = reinterpret_cast<const uint32_t *>(b.counts);
         const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 1, cnt + 1, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}};
-        scan_totals(t, 3, b.scratch + 2, s);
+        scan_totals(t, 3, w->totals, q);
+        timer.end();
+    };
+
+    // ---- 3. exceptions (ex carved for up to kcap; known: the host has the totals tot, kcap is their count), the
+    //      layout, the segments at their final offsets, the checksums, and the layout words to the host.
+    auto queue_stream = [&](cudaStream_t q, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
+                            const unsigned long long *tot) {
+        ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, q, timer);
+        k_fast_layout<<<1, 1, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, (uint32_t)fast_hb, rel,
+                                      b.hdr);
+        ZB_LAUNCHED("k_fast_layout");
+        timer.begin("segments");
+        const uint64_t nblocks = ntiles * 256;
+        uint8_t *blocks_at = pay + ntiles * kTileFlagBytes;  // segment 1 follows segment 0
+        sparse_copy_at(reinterpret_cast<const uint32_t *>(b.dense), nblocks, code_flags,
+                       reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, pay, &w->off[kSegCodeBlocks],
+                       &w->len[kSegCodeBlocks], &w->status, known ? sparse_copy_form(nblocks, tot[0], blocks_at) : 0,
+                       q);
+        if (!known || tot[1]) launch_escapes(shape.rank, ntiles, q, b.q, dm, b.counts, b.offs, pay, w);
+        ex.write_at(pay, w, q);
+        timer.end();
+        timer.begin("crc");
+        const uint64_t likely = known ? before_choice + 16 * tot[0] + 4 * tot[1] : raw_bytes / 8;
+        piece_crcs_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, q);
+        timer.end();
+        seal_header(c, b.crcs, &w->payload_len, &w->status, b.hdr, fast_hb, q);
+        ZB_CUDA(cudaMemcpyAsync(c.host_small, w, sizeof(EncodeWords), cudaMemcpyDeviceToHost, q));
+    };
+    auto wait_for_words = [&] {
+        ZB_CUDA(cudaStreamSynchronize(s));
+        timer.mark("laid out");
+        EncodeWords got;
+        std::memcpy(&got, c.host_small, sizeof got);
+        return got;
+    };
+    // With the totals on the host: the exception stage sized for exactly their count.
+    auto with_known_totals = [&](const unsigned long long *tot) {
+        const unsigned long long known[3] = {tot[0], tot[1], tot[2]};
+        ExceptionStage<T> ex;
+        ex.carve(c, n, known[2], s);
+        queue_stream(s, ex, known[2], true, known);
+        return wait_for_words();
+    };
+
+    // A device call that repeats (same buffers, shape and parameters) runs as one graph, with the exception stage
+    // queued for up to kcap exceptions and one wait; other calls wait for the totals first (the exception stage is
+    // then sized exactly and skipped where there are none, which costs a dozen fewer launches).
+    bool graphed = false;
+    EncodeWords got;
+    if (d_x_in && raw_bytes <= kSyncFreeMaxBytes && !timer.records() && graphs_usable(c)) {
+        const uint64_t kcap = exception_cap(n, c.exception_fraction);
+        ExceptionStage<T> ex;
+        ex.carve(c, n, kcap, s);
+        GraphKey key;
+        key.add(0x66656e63);  // "fenc"
+        key.add(sizeof(T));
+        key.add(n);
+        for (int i = 0; i < 3; ++i) key.add(shape.dims[i]);
+        key.add((uint64_t)shape.rank);
+        key.add((uint64_t)p.mode);
+        uint64_t bound_bits;
+        std::memcpy(&bound_bits, &p.bound, 8);
+        key.add(bound_bits);
+        key.add((uint64_t)p.has_fill);
+        key.add(p.fill_bits);
+        key.add_ptr(x);
+        key.add_ptr(out.ptr);
+        key.add(out.capacity);
+        key.add_ptr(b.q);   // the main arena (every buffer's place follows from it and n)
+        key.add_ptr(ex.V);  // the exceptions arena
+        key.add(c.arena[kArenaMain].allocations());
+        key.add(c.arena[kArenaExceptions].allocations());
+        key.add(kcap);
+        graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) {
+            queue_codes(q);
+            queue_stream(q, ex, kcap, false, nullptr);
+        });
+        if (graphed) {
+            timer.mark("graph queued");
+            got = wait_for_words();
+            c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
+            if (got.status == kLayoutOverCap) got = with_known_totals(got.totals);  // more than kcap exceptions
+        }
     }
-    timer.end();
-    timer.mark("encode launched");
-    {
-        const unsigned long long *got = fetch_totals(c, b.scratch, 5, s);  // range keys, then the totals
-        double vmin = 0, vmax = 0;
-        const bool has_range = rel && range_of_keys(got, vmin, vmax);
-        h.eb = derive_abs_bound(p.mode, p.bound, has_range, vmin, vmax);
-        h.nonzero_code_blocks = got[2];
-        h.escapes = got[3];
-        h.exceptions = got[4];
+    if (!graphed) {
+        queue_codes(s);
+        got = with_known_totals(fetch_totals(c, w->totals, 3, s));
+        if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
     }
 
-    // ---- 3. exceptions: values, edge mask, change bits (sizes depend on their count k)
-    const uint64_t k = h.exceptions;
-    ExceptionStage<T> ex;
-    timer.mark("totals");
-    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
-    timer.mark("exception plan");
-
-    // ---- 4. layout, raw-passthrough decision
-    h.version = lorenzo_fast_version(shape);
-    h.predictor = 1;
-    h.encoder = 1;
-    h.runs = ex.runs;
-    fast_layout(h, ex.edge_nnz, ex.change_nnz);
-    const size_t total = h.header_bytes() + (size_t)h.payload_bytes();
-    if (total >= raw_bytes)
+    // ---- 5. the raw-passthrough stream instead, or the stream delivered
+    if (got.status == kLayoutRaw) {
+        h.eb = rel ? got.qp.eb : qp.eb;
         return write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, h.shape.n), s, timer);
-    if (out.capacity < total) too_small(total);
-
-    // ---- 5. segments at their final offsets
-    uint8_t *pay = b.payload;
-    auto seg = [&](int i) { return pay + h.seg[i].offset; };
-    timer.begin("segments");
-    sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, h.nonzero_code_blocks, code_flags,
-                reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegCodeBlocks), s);
-    if (h.escapes)
-        launch_escapes(shape.rank, ntiles, s, b.q, dm, b.counts, b.offs,
-                          reinterpret_cast<int32_t *>(seg(kSegEscapes)));
-    ex.write(seg(kSegEdgeFlags), h.seg[kSegEdgeFlags].length, seg(kSegEdgeBlocks), seg(kSegChangeFlags),
-             h.seg[kSegChangeFlags].length, seg(kSegChangeBlocks), seg(kSegExceptionValues), s);
-    timer.end();
-    return finish_stream(c, h, pay, b.crcs, out, s, timer);
+    }
+    if (got.status == kLayoutTooSmall) too_small(got.stream_len);
+    if (got.status != kLayoutOk) fail(ZB_ERR_INTERNAL, "fast encoder: unexpected layout status");
+    if (!out.on_device) {
+        download(c, out.ptr, b.hdr, fast_hb, s);
+        download(c, out.ptr + fast_hb, pay, got.payload_len, s);
+    } else if (!in_place) {
+        ZB_CUDA(cudaMemcpyAsync(out.ptr, b.hdr, fast_hb, cudaMemcpyDeviceToDevice, s));
+        ZB_CUDA(cudaMemcpyAsync(out.ptr + fast_hb, pay, got.payload_len, cudaMemcpyDeviceToDevice, s));
+        ZB_CUDA(cudaStreamSynchronize(s));
+    }
+    timer.mark("delivered");
+    return (size_t)got.stream_len;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 #include "gpu_internal.h"
 #include "zb_cpu.h"
@@ -91,6 +92,7 @@ uint8_t *Arena::reserve(size_t bytes) {
     }
     ptr_ = static_cast<uint8_t *>(p);
     cap_ = want;
+    ++allocations_;
     g_arena_bytes += cap_;
     return ptr_;
 }
@@ -309,6 +311,52 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
         parallel_copy(dst + off, c.pinned[slot], len, nt);
         if (i + kStagingSlots < pieces) issue(i + kStagingSlots);
     }
+}
+
+// ---- graphs ------------------------------------------------------------------------------------------------------
+
+void GraphKey::add(uint64_t v) {
+    if (used >= kWords) throw std::logic_error("GraphKey: more than kWords words");
+    w[used++] = v;
+}
+
+bool GraphKey::operator==(const GraphKey &o) const {
+    return used == o.used && std::memcmp(w, o.w, sizeof(uint64_t) * (size_t)used) == 0;
+}
+
+cudaGraphExec_t GraphCache::find(const GraphKey &key) {
+    for (int i = 0; i < kSlots; ++i)
+        if (execs_[i] && keys_[i] == key) {
+            last_use_[i] = ++clock_;
+            return execs_[i];
+        }
+    return nullptr;
+}
+
+bool GraphCache::seen_before(const GraphKey &key) {
+    for (const GraphKey &k : seen_)
+        if (k.used && k == key) return true;
+    seen_[seen_next_] = key;
+    seen_next_ = (seen_next_ + 1) % kSeen;
+    return false;
+}
+
+void GraphCache::put(const GraphKey &key, cudaGraphExec_t exec) {
+    int slot = 0;
+    for (int i = 1; i < kSlots; ++i)
+        if (last_use_[i] < last_use_[slot]) slot = i;
+    if (execs_[slot]) (void)cudaGraphExecDestroy(execs_[slot]);
+    keys_[slot] = key;
+    execs_[slot] = exec;
+    last_use_[slot] = ++clock_;
+}
+
+bool graphs_enabled() {
+    static const bool on = [] {
+        const char *e = std::getenv("ZBOUND_GPU_GRAPHS");
+        return !(e && std::strcmp(e, "0") == 0);
+    }();
+    return on;
 }
 
 // ---- timing ------------------------------------------------------------------------------------------------------

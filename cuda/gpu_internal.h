@@ -57,10 +57,15 @@ public:
     ~Arena();
     uint8_t *reserve(size_t bytes);
     size_t capacity() const { return cap_; }
+    // How many allocations the arena has had: a graph that refers to it (queue_as_graph) is valid only for the
+    // same one (memset and copy nodes keep the allocation they were captured with, even where a new one gets the
+    // same address).
+    uint64_t allocations() const { return allocations_; }
 
 private:
     uint8_t *ptr_ = nullptr;
     size_t cap_ = 0;
+    uint64_t allocations_ = 0;
 };
 
 // Hands out 256-byte aligned pieces of one arena. With base == nullptr it only measures, so a caller runs its
@@ -96,6 +101,45 @@ constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 constexpr int kStagingSlots = 4;     // pinned staging slots per context (4 MiB each)
 constexpr size_t kHostSmallBytes = 64 << 10, kHostCrcOffset = 4096;
 
+// ---- CUDA graphs of repeated calls ---------------------------------------------------------------------------------
+
+// What a call's queued work depends on (pointers, sizes, parameters), as words: equal keys queue the same work.
+struct GraphKey {
+    static constexpr int kWords = 24;
+    uint64_t w[kWords] = {};
+    int used = 0;
+    void add(uint64_t v);  // throws std::logic_error past kWords
+    template <typename P> void add_ptr(const P *p) { add(reinterpret_cast<uintptr_t>(p)); }
+    bool operator==(const GraphKey &o) const;
+};
+
+// A context's instantiated graphs, by key, the least recently used one replaced. A chunk-sized call is a few dozen
+// launches of about 3 us of host time each (H200, RESULTS session 16), while its kernels take a few us: replayed as
+// one graph the same work costs about a third of that. A key is captured the second time it is seen, so that calls
+// whose pointers never repeat (a batch's chunks) pay no instantiation.
+class GraphCache {
+public:
+    GraphCache() = default;
+    GraphCache(const GraphCache &) = delete;
+    GraphCache &operator=(const GraphCache &) = delete;
+    cudaGraphExec_t find(const GraphKey &key);
+    bool seen_before(const GraphKey &key);  // records key as seen
+    void put(const GraphKey &key, cudaGraphExec_t exec);
+    bool off = false;  // capture or instantiation failed once in this context: no more graphs
+
+private:
+    static constexpr int kSlots = 8, kSeen = 8;
+    GraphKey keys_[kSlots];
+    cudaGraphExec_t execs_[kSlots] = {};
+    uint64_t last_use_[kSlots] = {};
+    uint64_t clock_ = 0;
+    GraphKey seen_[kSeen];
+    int seen_next_ = 0;
+};
+
+// ZBOUND_GPU_GRAPHS=0 turns the graphs off (for comparisons); on by default.
+bool graphs_enabled();
+
 struct Context {
     int device = -1;
     int sm_count = 0;
@@ -109,6 +153,13 @@ struct Context {
     cudaEvent_t timer[2 * kTimerEvents] = {};
     // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
+    GraphCache graphs;
+    // Set while the context serves one chunk of a batch: its calls are not graphed (a batch's chunks have pointers of
+    // their own, so a key rarely repeats, and a repeated batch would fill the cache with graphs that evict each other).
+    bool batch_item = false;
+    // The fraction of exceptions among the values of this context's last device-side fast encode: the next one
+    // sizes its exception stage for that many (encode.cuh, exception_cap).
+    double exception_fraction = 0;
     // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
     // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
     uint8_t *host_small = nullptr;
@@ -145,6 +196,48 @@ bool try_context(std::string *why);
 void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream_t s);
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
 
+// Queues queue(stream) for stream s as a graph from the context's cache: replayed when the key is cached, captured
+// (and cached) when the key was seen once before. Returns false, having queued nothing, for a key seen the first time
+// (the caller then queues its work its own way) or where graphs cannot be used. The capture runs on the context's
+// own stream (s may be the legacy default stream, which cannot be captured); the graph is then launched on s. The
+// key must hold everything the queued work depends on, the allocations() of the arenas it uses included; the work
+// must record no events and reach the caller's memory only through kernels (a memset or copy node keeps the
+// allocation it was captured with, so its replay faults once the caller has freed that buffer, even where a new one
+// has the same address).
+inline bool graphs_usable(const Context &c) { return graphs_enabled() && !c.graphs.off && !c.batch_item; }
+template <typename F> bool queue_as_graph(Context &c, const GraphKey &key, cudaStream_t s, F &&queue) {
+    if (!graphs_usable(c)) return false;
+    if (cudaGraphExec_t g = c.graphs.find(key)) {
+        ZB_CUDA(cudaGraphLaunch(g, s));
+        return true;
+    }
+    if (!c.graphs.seen_before(key)) return false;
+    cudaStream_t cs = c.stream;
+    if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        cudaGraph_t graph = nullptr;
+        try {
+            queue(cs);
+        } catch (...) {
+            (void)cudaStreamEndCapture(cs, &graph);
+            if (graph) (void)cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            throw;
+        }
+        cudaGraphExec_t exec = nullptr;
+        const bool ok = cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph &&
+                        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+        if (graph) (void)cudaGraphDestroy(graph);
+        if (ok) {
+            c.graphs.put(key, exec);
+            ZB_CUDA(cudaGraphLaunch(exec, s));
+            return true;
+        }
+    }
+    (void)cudaGetLastError();
+    c.graphs.off = true;  // nothing was queued
+    return false;
+}
+
 // Accumulates the time of bracketed kernel regions with CUDA events; seconds() synchronizes on the events. With
 // ZBOUND_GPU_TIMING set in the environment, seconds() also prints each named region's time to stderr; with
 // ZBOUND_GPU_TIMING=host it prints as well the host clock at each mark() since the timer was made (where a
@@ -159,6 +252,7 @@ public:
     void end();
     void mark(const char *name);
     double seconds();
+    bool records() const { return events_; }  // CUDA events are recorded (so the work cannot be a graph)
 
 private:
     static constexpr int kMarks = 24;
@@ -179,6 +273,17 @@ private:
 // CRC-32C of every 64 KiB piece of `payload` (device memory) into d_out[ceil(len / 64 KiB)].
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s);
 inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
+
+// piece_crcs for a payload laid out on the device: its length is read there (*d_len <= max_len; the grid covers
+// max_len, likely_len picks the slice size, which does not change the result), and nothing is done unless
+// *d_status is 0. d_out needs room for piece_count(max_len) words.
+void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
+                   const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_out, cudaStream_t s);
+// Completes a header in device memory (header_bytes at d_header, any alignment, written with zeros in its payload
+// checksum and header CRC, the last 8 bytes): the payload checksum from the piece CRCs of a payload of *d_len bytes,
+// then the header CRC. Nothing unless *d_status is 0.
+void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,
+                 uint8_t *d_header, size_t header_bytes, cudaStream_t s);
 
 // The payload checksum of a len-byte payload from its piece CRCs (d_crcs), on the device, in one launch and without
 // a round trip to the host.
@@ -232,6 +337,16 @@ void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, 
 // flagged blocks (it chooses the kernel's form).
 void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, const uint32_t *flagwords,
                  const uint32_t *unit_off, int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s);
+// sparse_copy into a stream laid out on the device: dst = base + *d_off and the segment's length *d_len (16 bytes
+// per stored block) are read there, and nothing is copied unless *d_status is 0. k_hint: 0 when the host does not
+// know the stored count or the destination, else the form (1 or 4) that sparse_copy would choose.
+void sparse_copy_at(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
+                    int unit_stride, int groups_per_unit, uint8_t *base, const uint64_t *d_off, const uint64_t *d_len,
+                    const uint64_t *d_status, int k_hint, cudaStream_t s);
+// The form sparse_copy takes: 4 blocks per thread where at most half are stored and dst is 4-byte aligned, else 1.
+inline int sparse_copy_form(uint64_t nblocks, uint64_t nstored, const uint8_t *dst) {
+    return 2 * nstored <= nblocks && reinterpret_cast<uintptr_t>(dst) % 4 == 0 ? 4 : 1;
+}
 // Decoder: reads flag bytes (any alignment) into flag words with their popcounts; flag bits at or past `nblocks`
 // set `errbit` in *err.
 void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,

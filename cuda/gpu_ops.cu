@@ -309,6 +309,11 @@ zb_status compress_device_batch(const zb_params &p, zb_dtype dtype, const Shape 
         if (zb_status bad = misaligned_source(d_srcs[i], dtype, m)) return bad;
         const double t0 = now_seconds();
         return leased(m, true, nullptr, [&](gpu::Context &c, cudaStream_t s) {
+            struct BatchItem {  // for this chunk only, also when it throws
+                gpu::Context &c;
+                explicit BatchItem(gpu::Context &c_) : c(c_) { c.batch_item = true; }
+                ~BatchItem() { c.batch_item = false; }
+            } item(c);
             return compress_on_device(c, s, p, dtype, d_srcs[i], shape, d_dsts[i], dst_capacity, &dst_lens[i], t0,
                                       st, m);
         });

@@ -32,10 +32,11 @@ __global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblock
 // 0.452 -> 0.468 ms, and the ratio encoder's bitstream (dense, any alignment) cost TREFHT's 1 GB interp/ratio
 // compression 10 %. sparse_copy takes K = 4 only for sparse copies to aligned destinations.
 template <int K>
-__global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
-                              const uint32_t *__restrict__ unit_off, int unit_stride, int unit_shift,
-                              uint8_t *__restrict__ dst) {
-    const uint64_t b0 = K * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x);
+__device__ __forceinline__ void copy_blocks(uint64_t t, const uint4 *__restrict__ blocks, uint64_t nblocks,
+                                            const uint32_t *__restrict__ flagwords,
+                                            const uint32_t *__restrict__ unit_off, int unit_stride, int unit_shift,
+                                            uint8_t *__restrict__ dst) {
+    const uint64_t b0 = K * t;
     if (b0 >= nblocks) return;
     const uint64_t g = b0 >> 5;
     const int bit0 = (int)(b0 & 31);
@@ -53,6 +54,34 @@ __global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks
 #pragma unroll
     for (int k = 0; k < K; ++k)
         if ((mine >> k) & 1) store16(dst + 16 * rank++, v[k]);
+}
+
+template <int K>
+__global__ void k_sparse_copy(const uint4 *__restrict__ blocks, uint64_t nblocks, const uint32_t *__restrict__ flagwords,
+                              const uint32_t *__restrict__ unit_off, int unit_stride, int unit_shift,
+                              uint8_t *__restrict__ dst) {
+    copy_blocks<K>((uint64_t)blockIdx.x * blockDim.x + threadIdx.x, blocks, nblocks, flagwords, unit_off, unit_stride,
+                   unit_shift, dst);
+}
+
+// sparse_copy_at: the destination (base + *d_off) and the stored count (*d_len / 16) are read on the device, and K
+// chosen there by sparse_copy's rule (k_hint 0: a thread per four blocks in the grid), or by the host that knew both
+// (k_hint 1 or 4, the grid sized for it).
+__global__ void k_sparse_copy_at(const uint4 *__restrict__ blocks, uint64_t nblocks,
+                                 const uint32_t *__restrict__ flagwords, const uint32_t *__restrict__ unit_off,
+                                 int unit_stride, int unit_shift, uint8_t *__restrict__ base,
+                                 const uint64_t *__restrict__ d_off, const uint64_t *__restrict__ d_len,
+                                 const uint64_t *__restrict__ d_status, int k_hint) {
+    if (*d_status || *d_len == 0) return;
+    uint8_t *dst = base + *d_off;
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (uint64_t)gridDim.x * blockDim.x;
+    const bool four = k_hint ? k_hint == 4 : 2 * (*d_len / 16) <= nblocks && reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+    if (four) {
+        copy_blocks<4>(t, blocks, nblocks, flagwords, unit_off, unit_stride, unit_shift, dst);
+    } else {  // a thread per block, or (k_hint 0: a thread per four blocks) blocks t, t + threads, ...
+        for (uint64_t b = t; b < nblocks; b += threads)
+            copy_blocks<1>(b, blocks, nblocks, flagwords, unit_off, unit_stride, unit_shift, dst);
+    }
 }
 
 __global__ void k_sparse_read_flags(const uint8_t *__restrict__ flag_bytes, uint64_t nblocks,
@@ -121,6 +150,13 @@ __global__ void k_scan_totals(ScanTotals4 a, unsigned long long *totals) {
     }
 }
 
+int unit_shift_of(int groups_per_unit) {
+    int unit_shift = 0;
+    while ((1 << unit_shift) < groups_per_unit) ++unit_shift;
+    if ((1 << unit_shift) != groups_per_unit) throw std::logic_error("sparse_copy: groups_per_unit is not a power of 2");
+    return unit_shift;
+}
+
 }  // namespace
 
 void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts, cudaStream_t s) {
@@ -134,11 +170,9 @@ void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, 
 void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, const uint32_t *flagwords,
                  const uint32_t *unit_off, int unit_stride, int groups_per_unit, uint8_t *dst, cudaStream_t s) {
     if (!nblocks) return;
-    int unit_shift = 0;
-    while ((1 << unit_shift) < groups_per_unit) ++unit_shift;
-    if ((1 << unit_shift) != groups_per_unit) throw std::logic_error("sparse_copy: groups_per_unit is not a power of 2");
+    const int unit_shift = unit_shift_of(groups_per_unit);
     const uint4 *blocks = reinterpret_cast<const uint4 *>(words);
-    if (2 * nstored <= nblocks && reinterpret_cast<uintptr_t>(dst) % 4 == 0) {
+    if (sparse_copy_form(nblocks, nstored, dst) == 4) {
         k_sparse_copy<4><<<grid_for(div_up(nblocks, 4), kBlock), kBlock, 0, s>>>(blocks, nblocks, flagwords, unit_off,
                                                                                unit_stride, unit_shift, dst);
     } else {
@@ -146,6 +180,18 @@ void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, cons
                                                                       unit_shift, dst);
     }
     ZB_LAUNCHED("k_sparse_copy");
+}
+
+void sparse_copy_at(const uint32_t *words, uint64_t nblocks, const uint32_t *flagwords, const uint32_t *unit_off,
+                    int unit_stride, int groups_per_unit, uint8_t *base, const uint64_t *d_off, const uint64_t *d_len,
+                    const uint64_t *d_status, int k_hint, cudaStream_t s) {
+    if (!nblocks) return;
+    const uint64_t threads = k_hint == 1 ? nblocks : div_up(nblocks, 4);
+    k_sparse_copy_at<<<grid_for(threads, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
+                                                                   flagwords, unit_off, unit_stride,
+                                                                   unit_shift_of(groups_per_unit), base, d_off, d_len,
+                                                                   d_status, k_hint);
+    ZB_LAUNCHED("k_sparse_copy_at");
 }
 
 void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
 #if ZBOUND_TEST_CUDA
@@ -119,6 +121,12 @@ template <typename T> void device_api(zb_encoder encoder) {
     for (size_t i = 0; i < f2.size(); i += 97) f2[i] = std::numeric_limits<T>::quiet_NaN();
     round_trip(f2, d2, rel, nullptr, 0, "2D, default stream");
     round_trip(f2, d2, rel, user, 3, "2D, user stream, unaligned buffers");
+    // More exceptions (175 K) than a device call's first round has room for (encode.cuh's exception_cap: 65536 at
+    // this size): the stream is laid out again once their count is known.
+    auto dense_nan = f2;
+    for (size_t i = 0; i < dense_nan.size(); i += 3) dense_nan[i] = std::numeric_limits<T>::quiet_NaN();
+    round_trip(dense_nan, d2, rel, user, 0, "2D, a third of the values NaN");
+    round_trip(dense_nan, d2, rel, user, 1, "2D, a third of the values NaN, unaligned buffers");
     round_trip(zbt::smooth_field<T>(d3, 0.0, 2, 0.0), d3, rel, user, 0, "3D");
     round_trip(zbt::smooth_field<T>({100003}, 0.01, 6, 0.0), {100003}, rel, user, 2, "1D");
     auto steep = zbt::smooth_field<T>(d3, 0.0, 7, 0.0);   // escapes (steps beyond the ratio encoder's radius)
@@ -304,6 +312,72 @@ TEST(GpuDeviceApi, PointWiseRelativeAutoAndCorrupt) {
         EXPECT_EQ(zb_decompress_device(sbuf.p, b.size(), out.p, vbytes, nullptr, nullptr), ZB_ERR_CORRUPT)
             << zb_last_error();
     }
+}
+
+// Device calls repeated on the same buffers with the same parameters are replayed as a CUDA graph from the second
+// or third on (gpu_internal.h, GraphCache): every call must still give the CPU's bytes for what the input holds
+// now, including a raw-passthrough stream, more exceptions than the first round has room for, and the calls after
+// those.
+template <typename T> void repeated_calls() {
+    const std::vector<size_t> dims{257, 511};
+    const size_t n = dims[0] * dims[1], vbytes = n * sizeof(T);
+    zb_params rel = zb_params_default();
+    rel.predictor = ZB_PRED_LORENZO;
+    rel.encoder = ZB_ENC_FAST;
+    rel.mode = ZB_MODE_REL;
+    rel.bound = 1e-3;
+    const auto smooth = zbt::smooth_field<T>(dims, 0.01, 11, 2.0);
+    auto some_nan = zbt::smooth_field<T>(dims, 0.02, 12, 0.0);
+    for (size_t i = 0; i < n; i += 101) some_nan[i] = std::numeric_limits<T>::quiet_NaN();
+    auto dense_nan = some_nan;  // 88 K exceptions: more than exception_cap's 65536 after a call with few
+    for (size_t i = 0; i < n; ++i)
+        if (i % 3) dense_nan[i] = std::numeric_limits<T>::quiet_NaN();
+    std::vector<T> nan_payloads(n);  // no finite value, every value another NaN: the raw stream is shorter
+    for (size_t i = 0; i < n; ++i) {
+        using U = typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type;
+        const U bits = (sizeof(T) == 8 ? (U)0x7FF8000000000000ull : (U)0x7FC00000u) | (U)(i * 2654435761u % 65521 + 1);
+        std::memcpy(&nan_payloads[i], &bits, sizeof(T));
+    }
+    const std::vector<const std::vector<T> *> order{&smooth,     &some_nan,  &smooth, &smooth, &nan_payloads,
+                                                    &some_nan,   &dense_nan, &smooth, &dense_nan, &dense_nan,
+                                                    &some_nan,   &smooth};
+    const size_t cap = zb_compress_bound(zbt::dtype_of<T>(), n);
+    std::unique_ptr<DevBuf> src_buf(new DevBuf(vbytes)), dst_buf(new DevBuf(cap));
+    for (size_t call = 0; call < order.size() + 4; ++call) {
+        SCOPED_TRACE("call " + std::to_string(call));
+        if (call == order.size()) {
+            // Buffers freed and allocated again (the allocator tends to give the same addresses back): the graph of
+            // the earlier calls must not write into the freed allocation.
+            src_buf.reset();
+            dst_buf.reset();
+            src_buf.reset(new DevBuf(vbytes));
+            dst_buf.reset(new DevBuf(cap));
+        }
+        const DevBuf &src = *src_buf, &dst = *dst_buf;
+        const std::vector<T> &data = *order[call < order.size() ? call : call % 2];
+        const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, data, dims, rel);
+        ASSERT_EQ(ref.status, ZB_OK);
+        CUDA_OK(cudaMemcpy(src.p, data.data(), vbytes, cudaMemcpyHostToDevice));
+        size_t len = 0;
+        ASSERT_EQ(zb_compress_device(&rel, zbt::dtype_of<T>(), src.p, 2, dims.data(), dst.p, cap, &len, nullptr,
+                                     nullptr),
+                  ZB_OK)
+            << zb_last_error();
+        std::vector<uint8_t> got(len);
+        CUDA_OK(cudaMemcpy(got.data(), dst.p, len, cudaMemcpyDeviceToHost));
+        EXPECT_TRUE(got == ref.bytes) << "device stream differs from the CPU's: "
+                                      << gput::first_difference(ref.bytes, got);
+    }
+}
+
+TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF32) {
+    ZB_REQUIRE_GPU();
+    repeated_calls<float>();
+}
+
+TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF64) {
+    ZB_REQUIRE_GPU();
+    repeated_calls<double>();
 }
 
 TEST(GpuDeviceApi, RoundTripF32) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include "zb_hd.h"
 #include "zb_shape.h"
 #include "zbound.h"
 
@@ -101,11 +102,35 @@ struct Header {
     size_t value_bytes() const { return dtype == ZB_F64 ? 8 : 4; }
 };
 
-inline uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+ZB_HD uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // Sizes of the sparse encoding of a byte string of `bytes` bytes: flag bytes (non-zero blocks are counted apart).
-inline uint64_t sparse_flag_bytes(uint64_t bytes) { return div_up(div_up(bytes, kBlockBytes), 8); }
-inline uint64_t code_tiles(uint64_t n) { return div_up(n, kTileCodes); }
+ZB_HD uint64_t sparse_flag_bytes(uint64_t bytes) { return div_up(div_up(bytes, kBlockBytes), 8); }
+ZB_HD uint64_t code_tiles(uint64_t n) { return div_up(n, kTileCodes); }
+
+// Byte offsets of the header fields that the fast encoder's counts fill (write_header; the GPU encoder patches them
+// into a header written with zero counts).
+constexpr size_t kHdrFlagsAt = 13, kHdrEbAt = 24, kHdrCountsAt = 64;  // counts: escapes, exceptions, runs, blocks
+
+// What the fast encoder's segment lengths depend on (docs/FORMAT.md section 5).
+struct FastCounts {
+    uint64_t n, value_bytes, nonzero_code_blocks, escapes, exceptions, edge_nonzero_blocks, change_nonzero_blocks,
+        runs;
+};
+
+// The fast encoder's segment lengths; returns the header flags. On the device too: the GPU encoder lays a stream
+// out there, without a round trip to the host (encode.cuh).
+ZB_HD uint8_t fast_segment_lengths(const FastCounts &c, uint64_t (&len)[kFastSegmentCount]) {
+    len[kSegCodeFlags] = code_tiles(c.n) * kTileFlagBytes;
+    len[kSegCodeBlocks] = c.nonzero_code_blocks * kBlockBytes;
+    len[kSegEscapes] = c.escapes * 4;
+    len[kSegEdgeFlags] = sparse_flag_bytes(div_up(c.n, 8));
+    len[kSegEdgeBlocks] = c.edge_nonzero_blocks * kBlockBytes;
+    len[kSegChangeFlags] = c.exceptions ? sparse_flag_bytes(div_up(c.exceptions, 8)) : 0;
+    len[kSegChangeBlocks] = c.change_nonzero_blocks * kBlockBytes;
+    len[kSegExceptionValues] = c.runs * c.value_bytes;
+    return (uint8_t)((c.escapes ? kFlagEscapes : 0) | (c.exceptions ? kFlagExceptions : 0));
+}
 
 // Fills seg[] offsets/lengths of a fast-encoder header from its counts and the two mask non-zero block counts.
 void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks);

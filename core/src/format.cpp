@@ -13,24 +13,17 @@ namespace zb {
 static_assert(kFormatVersion == ZBOUND_FORMAT_VERSION, "zbound.h announces another format version");
 
 void fast_layout(Header &h, uint64_t edge_nonzero_blocks, uint64_t change_nonzero_blocks) {
-    const uint64_t n = h.shape.n;
-    h.nsegments = kFastSegmentCount;
+    const FastCounts c{h.shape.n, h.value_bytes(), h.nonzero_code_blocks, h.escapes, h.exceptions,
+                       edge_nonzero_blocks, change_nonzero_blocks, h.runs};
     uint64_t len[kFastSegmentCount];
-    len[kSegCodeFlags] = code_tiles(n) * kTileFlagBytes;
-    len[kSegCodeBlocks] = h.nonzero_code_blocks * kBlockBytes;
-    len[kSegEscapes] = h.escapes * 4;
-    len[kSegEdgeFlags] = sparse_flag_bytes(div_up(n, 8));
-    len[kSegEdgeBlocks] = edge_nonzero_blocks * kBlockBytes;
-    len[kSegChangeFlags] = h.exceptions ? sparse_flag_bytes(div_up(h.exceptions, 8)) : 0;
-    len[kSegChangeBlocks] = change_nonzero_blocks * kBlockBytes;
-    len[kSegExceptionValues] = h.runs * h.value_bytes();
+    h.flags = fast_segment_lengths(c, len);
+    h.nsegments = kFastSegmentCount;
     uint64_t off = 0;
     for (int i = 0; i < kFastSegmentCount; ++i) {
         h.seg[i].offset = off;
         h.seg[i].length = len[i];
         off += len[i];
     }
-    h.flags = (uint8_t)((h.escapes ? kFlagEscapes : 0) | (h.exceptions ? kFlagExceptions : 0));
 }
 
 uint16_t lorenzo_fast_version(const Shape &s) {
@@ -63,16 +56,16 @@ void write_header(const Header &h, uint8_t *p) {
     put_u8(p + 10, (uint8_t)h.mode);
     put_u8(p + 11, h.predictor);
     put_u8(p + 12, h.encoder);
-    put_u8(p + 13, h.flags);
+    put_u8(p + kHdrFlagsAt, h.flags);
     put_u16(p + 14, (uint16_t)h.nsegments);
     put_f64(p + 16, h.bound);
-    put_f64(p + 24, h.eb);
+    put_f64(p + kHdrEbAt, h.eb);
     put_u64(p + 32, h.shape.n);
     for (int i = 0; i < 3; ++i) put_u64(p + 40 + 8 * i, h.shape.dims[i]);
-    put_u64(p + 64, h.escapes);
-    put_u64(p + 72, h.exceptions);
-    put_u64(p + 80, h.runs);
-    put_u64(p + 88, h.nonzero_code_blocks);
+    put_u64(p + kHdrCountsAt, h.escapes);
+    put_u64(p + kHdrCountsAt + 8, h.exceptions);
+    put_u64(p + kHdrCountsAt + 16, h.runs);
+    put_u64(p + kHdrCountsAt + 24, h.nonzero_code_blocks);
     uint8_t *t = p + kHeaderFixedBytes;
     for (int i = 0; i < h.nsegments; ++i) {
         put_u64(t + 16 * i, h.seg[i].offset);
