@@ -3,7 +3,9 @@
 //
 // Up to kOneBlockItems items (the per-tile counts of arrays up to 64 MB of f32, the exception stages' flag and word
 // counts at chunk sizes) a scan is one launch of one block instead of CUB's two: a chunk-sized call makes up to a
-// dozen of them, and each launch costs about 3 us of host time (H200), more than such a scan's GPU time.
+// dozen of them, and each launch costs about 3 us of host time (H200), more than such a scan's GPU time. Such a scan
+// needs no temporary storage: its size query returns 0 (a caller that scans several lengths with one buffer asks
+// for the largest, as before).
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include "gpu_device.cuh"
@@ -54,14 +56,19 @@ k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op o
         if (first + k < n) out[first + k] = items[k];
 }
 
-// The scan of n items with CUB's two-phase protocol (temp == nullptr: only temp_bytes is set, always CUB's size so
-// that one buffer serves both paths); one block where n is small.
+// The scan of n items with CUB's two-phase protocol (temp == nullptr: only temp_bytes is set); one block and no
+// temporary storage (a size of 0) where n is small. CUB's size query costs host time as well (it looks up the
+// device's properties): a chunk-sized fast encode made four of them, all for scans that run in one block.
 template <typename V, typename Op>
 void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_t n, Op op, V init, cudaStream_t s) {
     need_32bit(n);
-    if (temp && n > 0 && n <= kOneBlockItems) {
-        k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init);
-        ZB_LAUNCHED("k_scan_one_block");
+    if (n <= kOneBlockItems) {
+        if (!temp) {
+            temp_bytes = 0;
+        } else if (n > 0) {
+            k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init);
+            ZB_LAUNCHED("k_scan_one_block");
+        }
         return;
     }
     ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, op, init, (uint32_t)n, s));
