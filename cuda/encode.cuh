@@ -12,8 +12,8 @@
 //             segment 0) + per-tile counts
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
 //   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap)
-//   k_fast_layout, one thread: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout),
-//             the raw-passthrough and capacity decisions, the header's counts and segment table
+//   k_fast_layout: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout), the
+//             raw-passthrough and capacity decisions, the header (the host's template with counts and segment table)
 //   the segments at their final offsets, read on the device: sparse copy of code blocks, escapes, edge and change
 //   masks, run values (into the caller's device buffer, after the header, when it has room for a raw stream);
 //   CRC-32C of each 64 KiB piece; the header sealed (payload checksum, header CRC) -> sync (the layout words)
@@ -627,33 +627,52 @@ inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint
     ZB_LAUNCHED("k_escapes");
 }
 
-// One thread: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), the
-// raw-passthrough and capacity decisions (w->status), and, for a stream to be written, the header's flags, counts,
-// segment table and (REL) bound, patched into the header at hdr (hb bytes, written by the host with zero counts; the
-// checksums are sealed last, seal_header). kcap: the exceptions the exception stage had room for.
+// The header written by the host with zero counts and checksums, as a kernel argument (k_fast_layout): a graph of the
+// call (queue_as_graph) then holds no copy into the caller's buffer, whose allocation a copy node would keep from the
+// capture (a buffer freed and allocated again at the same address made such a replay fail).
+constexpr size_t kFastHeaderBytes = kHeaderFixedBytes + 16 * (size_t)kFastSegmentCount + 8;
+struct FastHeaderBytes {
+    uint8_t b[kFastHeaderBytes];
+};
+
+// Thread 0: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
+// raw-passthrough and capacity decisions (w->status). For a stream to be written, the block then copies the header
+// tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are sealed last
+// (seal_header). kcap: the exceptions the exception stage had room for.
 __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t value_bytes, uint64_t kcap,
-                              uint64_t raw_bytes, uint64_t capacity, uint32_t hb, int rel, uint8_t *__restrict__ hdr) {
-    const unsigned long long k = w->totals[2];
-    if (k > kcap) {
-        w->status = kLayoutOverCap;
-        return;
-    }
-    const bool ex = k != 0;
-    const FastCounts fc{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
-                        ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
+                              uint64_t raw_bytes, uint64_t capacity, int rel, FastHeaderBytes tmpl,
+                              uint8_t *__restrict__ hdr) {
+    __shared__ uint64_t status;
+    FastCounts fc{};
     uint64_t len[kFastSegmentCount];
-    const uint8_t flags = fast_segment_lengths(fc, len);
-    uint64_t off = 0;
-    for (int i = 0; i < kFastSegmentCount; ++i) {
-        w->off[i] = off;
-        w->len[i] = len[i];
-        off += len[i];
+    uint8_t flags = 0;
+    if (threadIdx.x == 0) {
+        const unsigned long long k = w->totals[2];
+        if (k > kcap) {
+            status = kLayoutOverCap;
+        } else {
+            const bool ex = k != 0;
+            fc = FastCounts{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
+                            ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
+            flags = fast_segment_lengths(fc, len);
+            uint64_t off = 0;
+            for (int i = 0; i < kFastSegmentCount; ++i) {
+                w->off[i] = off;
+                w->len[i] = len[i];
+                off += len[i];
+            }
+            const uint64_t total = kFastHeaderBytes + off;
+            w->payload_len = off;
+            w->stream_len = total;
+            status = total >= raw_bytes ? kLayoutRaw : total > capacity ? kLayoutTooSmall : kLayoutOk;
+        }
+        w->status = status;
     }
-    const uint64_t total = hb + off;
-    w->payload_len = off;
-    w->stream_len = total;
-    w->status = total >= raw_bytes ? kLayoutRaw : total > capacity ? kLayoutTooSmall : kLayoutOk;
-    if (w->status != kLayoutOk) return;
+    __syncthreads();
+    if (status != kLayoutOk) return;
+    for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
+    __syncthreads();
+    if (threadIdx.x != 0) return;
     auto put = [hdr](size_t at, uint64_t v, int bytes) {
         for (int b = 0; b < bytes; ++b) hdr[at + b] = (uint8_t)(v >> (8 * b));
     };
@@ -667,18 +686,6 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
         put(kHeaderFixedBytes + 16 * i, w->off[i], 8);
         put(kHeaderFixedBytes + 16 * i + 8, len[i], 8);
     }
-    put(hb - 8, 0, 8);  // the checksums, sealed last
-}
-
-// The header written by the host with zero counts (k_fast_layout and seal_header complete it), as a kernel argument:
-// a graph of the call (queue_as_graph) then holds no copy into the caller's buffer, whose allocation a copy node would
-// keep from the capture (a buffer freed and allocated again at the same address made its replay fail).
-constexpr size_t kFastHeaderBytes = kHeaderFixedBytes + 16 * (size_t)kFastSegmentCount + 8;
-struct FastHeaderBytes {
-    uint8_t b[kFastHeaderBytes];
-};
-__global__ void k_put_header(FastHeaderBytes h, uint8_t *__restrict__ dst) {
-    for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) dst[i] = h.b[i];
 }
 
 // The flag segments of the exception masks (blockIdx.y 0: edges, 1: changes) at their offsets in a stream laid out on
@@ -983,7 +990,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
     uint8_t *pay = b.payload;
 
-    // The header with zero counts and checksums (k_fast_layout and seal_header complete it), written by k_put_header.
+    // The header with zero counts and checksums: k_fast_layout writes it with them, seal_header adds the checksums.
     Header h;
     h.version = lorenzo_fast_version(shape);
     h.dtype = dtype;
@@ -1001,8 +1008,6 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
     auto queue_codes = [&](cudaStream_t q) {
-        k_put_header<<<1, 256, 0, q>>>(tmpl, b.hdr);
-        ZB_LAUNCHED("k_put_header");
         if (rel) launch_range(c, x, n, p, w->keys, q, timer);
         timer.begin("quantize");
         const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
@@ -1032,8 +1037,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     auto queue_stream = [&](cudaStream_t q, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
                             const unsigned long long *tot) {
         ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, q, timer);
-        k_fast_layout<<<1, 1, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, (uint32_t)fast_hb, rel,
-                                      b.hdr);
+        k_fast_layout<<<1, 64, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr);
         ZB_LAUNCHED("k_fast_layout");
         timer.begin("segments");
         const uint64_t nblocks = ntiles * 256;
