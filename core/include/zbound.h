@@ -140,7 +140,9 @@ ZB_API zb_status zb_decompress_threads(const void *src, size_t src_len, void *ds
 /** Compress a device array into a device buffer, on `cuda_stream` (a cudaStream_t, or NULL for the default
  *  stream). Returns when the result is complete. dst_capacity should be zb_compress_bound(). Every mode, PW_REL
  *  included; AUTO predictor / encoder choose like zb_compress (from a sample of the device array), so the bytes are
- *  zb_compress's for the same values and parameters. */
+ *  zb_compress's for the same values and parameters. A call that repeats one before it (the same buffers, shape and
+ *  parameters; Lorenzo + fast, up to 256 MiB) runs as a CUDA graph, much faster for chunk-sized arrays
+ *  (ZBOUND_GPU_GRAPHS=0 turns that off); stats (kernel timing) keep a call out of the graph. */
 ZB_API zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, const void *d_src, int rank,
                                     const size_t *dims, void *d_dst, size_t dst_capacity, size_t *dst_len,
                                     void *cuda_stream, zb_run_stats *stats);
