@@ -811,7 +811,7 @@ template <typename T> struct ExceptionStage {
     U *V = nullptr;
     uint32_t *E = nullptr, *flagE = nullptr, *cntE = nullptr, *offE = nullptr;
     uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
-    void *temp = nullptr;
+    void *temp = nullptr, *temp_edges = nullptr;  // the edges' scan has its own: it may run beside the others
 
     size_t ex_scan_bytes = 0;
 
@@ -838,26 +838,33 @@ template <typename T> struct ExceptionStage {
             cntC = cv.take<uint32_t>(ng_change);
             offC = cv.take<uint32_t>(ng_change);
             temp = cv.take<uint8_t>(ex_scan_bytes);
+            temp_edges = cv.take<uint8_t>(ex_scan_bytes);
         };
         carve_from(c.arena[kArenaExceptions], carve_ex);
     }
 
     // Queues the stage (after carve). d_k: nullptr when k is the count, else the count's device word. ex_totals: 3
     // device words (stored edge blocks, stored change blocks, runs).
+    // br: the edge mask on a branch of its own, beside the values and change bits (a graph's parallel nodes).
     void queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
-               const unsigned long long *d_k, unsigned long long *ex_totals, cudaStream_t s, KernelTimer &timer) const {
+               const unsigned long long *d_k, unsigned long long *ex_totals, GraphBranches &br,
+               KernelTimer &timer) const {
         if (!k) return;
+        const cudaStream_t s = br.main();
         const uint64_t ntiles = code_tiles(n);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         timer.begin("exceptions");
+        br.fork(1);
+        const cudaStream_t se = br.stream(0);
+        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, se>>>(mwords, ntiles * 64, n, E, d_k, k);
+        ZB_LAUNCHED("k_edges");
+        sparse_flags(E, nb_edge, flagE, cntE, se);
+        size_t tbe = ex_scan_bytes;
+        exclusive_sum(temp_edges, tbe, cntE, offE, ng_edge, se);
         k_gather_exceptions<T><<<(unsigned)div_up(ntiles, kGatherTiles), kTileThreads, 0, s>>>(x, mwords, counts, offs,
                                                                                               ntiles, V, d_k, k);
         ZB_LAUNCHED("k_gather_exceptions");
-        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, s>>>(mwords, ntiles * 64, n, E, d_k, k);
-        ZB_LAUNCHED("k_edges");
-        sparse_flags(E, nb_edge, flagE, cntE, s);
-        size_t tb = ex_scan_bytes;
-        exclusive_sum(temp, tb, cntE, offE, ng_edge, s);
+        size_t tb;
         k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR, d_k);
         ZB_LAUNCHED("k_change_bits");
         tb = ex_scan_bytes;
@@ -865,6 +872,7 @@ template <typename T> struct ExceptionStage {
         sparse_flags(C, nb_change, flagC, cntC, s);
         tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntC, offC, ng_change, s);
+        br.join(1);
         const ScanTotal t[3] = {{offE, cntE, ng_edge, 1}, {offC, cntC, ng_change, 1}, {offR, cntR, nw_change, 1}};
         scan_totals(t, 3, ex_totals, s);
         timer.end();
@@ -874,7 +882,8 @@ template <typename T> struct ExceptionStage {
                 uint64_t k_, const unsigned long long *d_k, unsigned long long *ex_totals, cudaStream_t s,
                 KernelTimer &timer) {
         carve(c, n_, k_, s);
-        queue(x, mwords, counts, offs, d_k, ex_totals, s, timer);
+        GraphBranches serial(c, s, false);
+        queue(x, mwords, counts, offs, d_k, ex_totals, serial, timer);
     }
 
     // k exceptions (known): launch, then wait for the totals. scratch: 3 device words.
@@ -905,17 +914,18 @@ template <typename T> struct ExceptionStage {
     }
 
     // The five segments of a fast stream laid out on the device (k_fast_layout's words w, payload pay).
-    void write_at(uint8_t *pay, EncodeWords *w, cudaStream_t s) const {
+    // Each segment on a stream of its own (s0: the flags; s1: the edge and change blocks; s2: the run values).
+    void write_at(uint8_t *pay, EncodeWords *w, cudaStream_t s0, cudaStream_t s1, cudaStream_t s2) const {
         const uint64_t flag_bytes = std::max(sparse_flag_bytes(div_up(n, 8)), sparse_flag_bytes(div_up(k, 8)));
-        k_put_flags<<<dim3(grid_for(flag_bytes, 256), 2), 256, 0, s>>>(w, pay, flagE, flagC);
+        k_put_flags<<<dim3(grid_for(flag_bytes, 256), 2), 256, 0, s0>>>(w, pay, flagE, flagC);
         ZB_LAUNCHED("k_put_flags");
         if (!k) return;
         sparse_copy_at(E, nb_edge, flagE, offE, 1, 1, pay, &w->off[kSegEdgeBlocks], &w->len[kSegEdgeBlocks], &w->status,
-                       0, s);
+                       0, s1);
         sparse_copy_at(C, nb_change, flagC, offC, 1, 1, pay, &w->off[kSegChangeBlocks], &w->len[kSegChangeBlocks],
-                       &w->status, 0, s);
+                       &w->status, 0, s1);
         const uint64_t nwords = div_up(k, 32);   // C is zero past the count
-        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, pay, w);
+        k_runs<U><<<grid_for(nwords, 256), 256, 0, s2>>>(V, nwords, C, offR, pay, w);
         ZB_LAUNCHED("k_runs");
     }
 };
@@ -1034,12 +1044,15 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // ---- 3. exceptions (ex carved for up to kcap; known: the host has the totals tot, kcap is their count), the
     //      layout, the segments at their final offsets, the checksums, and the layout words to the host.
-    auto queue_stream = [&](cudaStream_t q, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
+    auto queue_stream = [&](cudaStream_t q, bool capturing, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
                             const unsigned long long *tot) {
-        ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, q, timer);
+        GraphBranches br(c, q, capturing);
+        ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer);
         k_fast_layout<<<1, 64, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr);
         ZB_LAUNCHED("k_fast_layout");
         timer.begin("segments");
+        br.fork(3);  // the segments are disjoint: code blocks and escapes here, the exception segments beside
+        ex.write_at(pay, w, br.stream(0), br.stream(1), br.stream(2));
         const uint64_t nblocks = ntiles * 256;
         uint8_t *blocks_at = pay + ntiles * kTileFlagBytes;  // segment 1 follows segment 0
         sparse_copy_at(reinterpret_cast<const uint32_t *>(b.dense), nblocks, code_flags,
@@ -1047,7 +1060,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                        &w->len[kSegCodeBlocks], &w->status, known ? sparse_copy_form(nblocks, tot[0], blocks_at) : 0,
                        q);
         if (!known || tot[1]) launch_escapes(shape.rank, ntiles, q, b.q, dm, b.counts, b.offs, pay, w);
-        ex.write_at(pay, w, q);
+        br.join(3);
         timer.end();
         timer.begin("crc");
         const uint64_t likely = known ? before_choice + 16 * tot[0] + 4 * tot[1] : raw_bytes / 8;
@@ -1068,7 +1081,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         const unsigned long long known[3] = {tot[0], tot[1], tot[2]};
         ExceptionStage<T> ex;
         ex.carve(c, n, known[2], s);
-        queue_stream(s, ex, known[2], true, known);
+        queue_stream(s, false, ex, known[2], true, known);
         return wait_for_words();
     };
 
@@ -1103,7 +1116,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         key.add(kcap);
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) {
             queue_codes(q);
-            queue_stream(q, ex, kcap, false, nullptr);
+            queue_stream(q, true, ex, kcap, false, nullptr);
         });
         if (graphed) {
             timer.mark("graph queued");

@@ -122,6 +122,8 @@ std::unique_ptr<Context> make_context(int dev) {
     c->pinned_bytes = kPinnedBytes;
     ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocDefault));
     for (auto &ev : c->timer) ZB_CUDA(cudaEventCreate(&ev));
+    for (auto &bs : c->branch_stream) ZB_CUDA(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking));
+    for (auto &ev : c->branch_event) ZB_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     init_crc_tables(*c);
     ZB_CUDA(cudaStreamSynchronize(c->stream));
     return c;

@@ -154,6 +154,10 @@ struct Context {
     // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
     GraphCache graphs;
+    // Streams and events for the parallel branches of a graph being captured (GraphBranches).
+    static constexpr int kBranches = 4;
+    cudaStream_t branch_stream[kBranches] = {};
+    cudaEvent_t branch_event[kBranches + 1] = {};
     // Set while the context serves one chunk of a batch: its calls are not graphed (a batch's chunks have pointers of
     // their own, so a key rarely repeats, and a repeated batch would fill the cache with graphs that evict each other).
     bool batch_item = false;
@@ -237,6 +241,35 @@ template <typename F> bool queue_as_graph(Context &c, const GraphKey &key, cudaS
     c.graphs.off = true;  // nothing was queued
     return false;
 }
+
+// Parallel branches of a graph under capture: fork(count) lets branch streams 0..count-1 start after what is queued on
+// the main stream, join(count) makes the main stream wait for them. Captured, independent kernels become parallel
+// graph nodes (a chunk-sized graph is bound by its nodes' serial latency, a few us each). Not capturing, every
+// branch is the main stream itself (no events: they would cost host time for nothing).
+class GraphBranches {
+public:
+    GraphBranches(Context &c, cudaStream_t main, bool capturing) : c_(c), main_(main), on_(capturing) {}
+    cudaStream_t main() const { return main_; }
+    cudaStream_t stream(int i) const { return on_ ? c_.branch_stream[i] : main_; }
+    void fork(int count) {
+        if (!on_) return;
+        ZB_CUDA(cudaEventRecord(c_.branch_event[Context::kBranches], main_));
+        const cudaEvent_t start = c_.branch_event[Context::kBranches];
+        for (int i = 0; i < count; ++i) ZB_CUDA(cudaStreamWaitEvent(c_.branch_stream[i], start, 0));
+    }
+    void join(int count) {
+        if (!on_) return;
+        for (int i = 0; i < count; ++i) {
+            ZB_CUDA(cudaEventRecord(c_.branch_event[i], c_.branch_stream[i]));
+            ZB_CUDA(cudaStreamWaitEvent(main_, c_.branch_event[i], 0));
+        }
+    }
+
+private:
+    Context &c_;
+    cudaStream_t main_;
+    bool on_;
+};
 
 // Accumulates the time of bracketed kernel regions with CUDA events; seconds() synchronizes on the events. With
 // ZBOUND_GPU_TIMING set in the environment, seconds() also prints each named region's time to stderr; with
