@@ -20,8 +20,9 @@
 //   then: a raw-passthrough stream instead, or, with more exceptions than the cap, the exception stage and what
 //   follows once more with their count; host output: download.
 // A device call of up to kSyncFreeMaxBytes that repeats (the same buffers, shape and parameters: a graph key) runs
-// as one CUDA graph, its exception stage queued for up to a cap of exceptions, and waits only at that sync. Other
-// calls first wait for the totals: the exception stage is then sized exactly and skipped where there are none.
+// as one CUDA graph (the edge mask and the segment writers on parallel branches), its exception stage queued for up
+// to a cap of exceptions, and waits only at that sync. Other calls first wait for the totals: the exception stage is
+// then sized exactly and skipped where there are none.
 #pragma once
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
