@@ -47,10 +47,15 @@ namespace enc {
 // type-independent kernels must not clash at link time.
 namespace {
 
-// Device words of one fast encode (carved once per call), read back by the host in one copy at the end. The stream's
-// layout is computed on the device (k_fast_layout) from the counts, so that the segments, the checksum and the
-// header follow the counting kernels without a round trip to the host.
+// Device words of one fast encode (carved once per call); the host reads back their result part at the end. The
+// stream's layout is computed on the device (k_fast_layout) from the counts, so that the segments, the checksum and
+// the header follow the counting kernels without a round trip to the host.
 enum LayoutStatus : uint64_t { kLayoutOk = 0, kLayoutRaw = 1, kLayoutTooSmall = 2, kLayoutOverCap = 3 };
+struct LayoutResult {
+    unsigned long long totals[3];  // stored code blocks, escapes, exceptions
+    double eb;                     // REL: the absolute bound derived on the device
+    uint64_t payload_len, stream_len, status;
+};
 struct EncodeWords {
     unsigned long long keys[2];       // k_range: min, max keys (REL)
     unsigned long long totals[3];     // stored code blocks, escapes, exceptions
@@ -59,6 +64,7 @@ struct EncodeWords {
     uint64_t off[kFastSegmentCount], len[kFastSegmentCount];  // k_fast_layout
     uint64_t payload_len, stream_len;
     uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
+    LayoutResult result;  // k_fast_layout: what the host reads back
 };
 
 // ---- value range (REL) -------------------------------------------------------------------------------------------
@@ -475,8 +481,8 @@ k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ cou
 
 // ---- exceptions --------------------------------------------------------------------------------------------------
 
-// With the count on the device (d_k), the exception stage runs only when there are exceptions and they fit the
-// buffers carved for kcap of them; without it (nullptr) the host knew the count.
+// With the count on the device (d_k), the values are gathered and the change bits found only when there are
+// exceptions and they fit the buffers carved for kcap of them; without it (nullptr) the host knew the count.
 __device__ __forceinline__ bool exceptions_fit(const unsigned long long *d_k, uint64_t kcap) {
     if (!d_k) return true;
     const unsigned long long k = *d_k;
@@ -519,11 +525,11 @@ k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords
     }
 }
 
-// Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared.
-__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E,
-                        const unsigned long long *__restrict__ d_k, uint64_t kcap) {
+// Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared (all zero where there are no exceptions: it
+// runs whatever their count, so that the flags and scans after it never read unwritten words).
+__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E) {
     const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= nwords || !exceptions_fit(d_k, kcap)) return;
+    if (w >= nwords) return;
     const uint32_t m = M[w];
     const uint32_t prev = w ? (M[w - 1] >> 31) : 0u;
     E[w] = (m ^ ((m << 1) | prev)) & low_bits(valid_bits(w, n));
@@ -539,10 +545,9 @@ __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwor
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, j = 4 * t;
     const int lane = threadIdx.x & 31;
     if ((t - lane) / 8 >= nwords) return;   // the warp's first word is past the end (whole warps)
-    if (d_k) {  // k is the cap: the count is on the device (words past it are zero)
-        if (!exceptions_fit(d_k, k)) return;
-        k = *d_k;
-    }
+    // k is the cap where the count is on the device (d_k): words past the count are zero, and all of them where
+    // there are none or more than the cap (written all the same: the flags and scans after it read every word).
+    if (d_k) k = exceptions_fit(d_k, k) ? *d_k : 0;
     U v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = j + i < k ? V[j + i] : U(0);
@@ -649,6 +654,7 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
     uint8_t flags = 0;
     if (threadIdx.x == 0) {
         const unsigned long long k = w->totals[2];
+        uint64_t payload_len = 0, stream_len = 0;
         if (k > kcap) {
             status = kLayoutOverCap;
         } else {
@@ -662,12 +668,20 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
                 w->len[i] = len[i];
                 off += len[i];
             }
-            const uint64_t total = kFastHeaderBytes + off;
-            w->payload_len = off;
-            w->stream_len = total;
-            status = total >= raw_bytes ? kLayoutRaw : total > capacity ? kLayoutTooSmall : kLayoutOk;
+            payload_len = off;
+            stream_len = kFastHeaderBytes + off;
+            w->payload_len = payload_len;
+            w->stream_len = stream_len;
+            status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
         }
         w->status = status;
+        // What the host reads back, every word written on every call (it copies this part only).
+        LayoutResult &r = w->result;
+        for (int i = 0; i < 3; ++i) r.totals[i] = w->totals[i];
+        r.eb = rel ? w->qp.eb : 0.0;
+        r.payload_len = payload_len;
+        r.stream_len = stream_len;
+        r.status = status;
     }
     __syncthreads();
     if (status != kLayoutOk) return;
@@ -857,7 +871,7 @@ template <typename T> struct ExceptionStage {
         timer.begin("exceptions");
         br.fork(1);
         const cudaStream_t se = br.stream(0);
-        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, se>>>(mwords, ntiles * 64, n, E, d_k, k);
+        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, se>>>(mwords, ntiles * 64, n, E);
         ZB_LAUNCHED("k_edges");
         sparse_flags(E, nb_edge, flagE, cntE, se);
         size_t tbe = ex_scan_bytes;
@@ -1068,12 +1082,12 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         piece_crcs_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, q);
         timer.end();
         seal_header(c, b.crcs, &w->payload_len, &w->status, b.hdr, fast_hb, q);
-        ZB_CUDA(cudaMemcpyAsync(c.host_small, w, sizeof(EncodeWords), cudaMemcpyDeviceToHost, q));
+        ZB_CUDA(cudaMemcpyAsync(c.host_small, &w->result, sizeof(LayoutResult), cudaMemcpyDeviceToHost, q));
     };
     auto wait_for_words = [&] {
         ZB_CUDA(cudaStreamSynchronize(s));
         timer.mark("laid out");
-        EncodeWords got;
+        LayoutResult got;
         std::memcpy(&got, c.host_small, sizeof got);
         return got;
     };
@@ -1090,7 +1104,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // queued for up to kcap exceptions and one wait; other calls wait for the totals first (the exception stage is
     // then sized exactly and skipped where there are none, which costs a dozen fewer launches).
     bool graphed = false;
-    EncodeWords got;
+    LayoutResult got;
     if (d_x_in && raw_bytes <= kSyncFreeMaxBytes && !timer.records() && graphs_usable(c)) {
         const uint64_t kcap = exception_cap(n, c.exception_fraction);
         ExceptionStage<T> ex;
@@ -1134,7 +1148,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // ---- 5. the raw-passthrough stream instead, or the stream delivered
     if (got.status == kLayoutRaw) {
-        h.eb = rel ? got.qp.eb : qp.eb;
+        h.eb = rel ? got.eb : qp.eb;
         return write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, h.shape.n), s, timer);
     }
     if (got.status == kLayoutTooSmall) too_small(got.stream_len);
