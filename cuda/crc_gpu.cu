@@ -172,15 +172,10 @@ k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__re
     }
 }
 
-// One block: the payload checksum (CRC-32C of the `count` little-endian piece CRCs, 0 when there are none), then
-// either (field != nullptr) written into a header at `field` (4 bytes, then the header's own CRC, which the host
-// computed with zeros in the field: see seal_payload_crc), or compared with `expected` (err |= errbit if unequal).
-__global__ void __launch_bounds__(kCrcThreads)
-k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *__restrict__ tables_g,
-              uint8_t *__restrict__ field, uint32_t expected, uint32_t *__restrict__ err, uint32_t errbit) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    load_tables(tab, tables_g);
+// The payload checksum, CRC-32C of the `count` little-endian piece CRCs (0 when there are none), in thread 0 of the
+// block. Contains barriers: call it from every thread of the block, after load_tables.
+__device__ uint32_t payload_checksum(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *tab,
+                                     uint32_t *warp_raw, uint32_t *warp_len) {
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
     const uint64_t len = 4 * count;
     uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B); thread 0's
@@ -189,8 +184,20 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
         const uint32_t raw = block_tree_crc<256>(bytes, p, len, tab, warp_raw, warp_len, n);
         reg = crc_shift(tab + 1024, reg, n) ^ raw;
     }
+    return reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
+}
+
+// One block: the payload checksum (payload_checksum), then either (field != nullptr) written into a header at `field`
+// (4 bytes, then the header's own CRC, which the host computed with zeros in the field: see seal_payload_crc), or
+// compared with `expected` (err |= errbit if unequal).
+__global__ void __launch_bounds__(kCrcThreads)
+k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *__restrict__ tables_g,
+              uint8_t *__restrict__ field, uint32_t expected, uint32_t *__restrict__ err, uint32_t errbit) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    load_tables(tab, tables_g);
+    const uint32_t pc = payload_checksum(crcs, count, tab, warp_raw, warp_len);
     if (threadIdx.x != 0) return;
-    const uint32_t pc = reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
     if (!field) {
         if (pc != expected) atomicOr(err, errbit);
         return;
@@ -215,16 +222,10 @@ k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_
     __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
     if (*d_status) return;
     load_tables(tab, tables_g);
-    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
-    const uint64_t len = 4 * ((*d_len + kChecksumPiece - 1) / kChecksumPiece);  // the piece CRCs' bytes
-    uint32_t reg = 0xFFFFFFFFu;  // as k_payload_crc
-    for (uint64_t p = 0; p < len; p += kChecksumPiece) {
-        uint32_t n;
-        const uint32_t raw = block_tree_crc<256>(bytes, p, len, tab, warp_raw, warp_len, n);
-        reg = crc_shift(tab + 1024, reg, n) ^ raw;
-    }
+    const uint64_t pieces = (*d_len + kChecksumPiece - 1) / kChecksumPiece;
+    const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw, warp_len);
     if (threadIdx.x == 0)
-        for (int b = 0; b < 4; ++b) hdr[hb - 8 + b] = (uint8_t)((reg ^ 0xFFFFFFFFu) >> (8 * b));
+        for (int b = 0; b < 4; ++b) hdr[hb - 8 + b] = (uint8_t)(pc >> (8 * b));
     __syncthreads();  // the field is part of what the header CRC covers
     uint32_t n;
     const uint32_t raw = block_tree_crc<16>(hdr, 0, hb - 4, tab, warp_raw, warp_len, n);

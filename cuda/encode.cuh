@@ -62,7 +62,7 @@ struct EncodeWords {
     unsigned long long ex_totals[3];  // the exception stage's stored edge blocks, stored change blocks, runs
     QuantParams qp;                   // REL: k_rel_params
     uint64_t off[kFastSegmentCount], len[kFastSegmentCount];  // k_fast_layout
-    uint64_t payload_len, stream_len;
+    uint64_t payload_len;
     uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
     LayoutResult result;  // k_fast_layout: what the host reads back
 };
@@ -671,7 +671,6 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
             payload_len = off;
             stream_len = kFastHeaderBytes + off;
             w->payload_len = payload_len;
-            w->stream_len = stream_len;
             status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
         }
         w->status = status;
@@ -817,9 +816,10 @@ size_t write_raw(Context &c, const Header &h, const T *x, const T *h_x, uint32_t
 // The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
 // words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
 // lays them out: the values, the edge mask, the change bits, their sparse flags and counts (buffers in the
-// exceptions arena). launch() queues them for k exceptions, or, with the count only on the device (d_k), for up to k
-// (the kernels do nothing when there are none or more); plan() also waits for the totals. write() queues the five
-// segments at offsets the host knows, write_at() at those of a stream laid out on the device.
+// exceptions arena). carve() and queue() set them up for k exceptions, or, with the count only on the device (d_k),
+// for up to k (values and change bits only where there are some and no more); plan() does both for a known count and
+// waits for the totals. write() queues the five segments at offsets the host knows, write_at() at those of a stream
+// laid out on the device.
 template <typename T> struct ExceptionStage {
     using U = typename FloatBits<T>::U;
     uint64_t k = 0, n = 0, nb_edge = 0, nb_change = 0, edge_nnz = 0, change_nnz = 0, runs = 0;
@@ -893,18 +893,12 @@ template <typename T> struct ExceptionStage {
         timer.end();
     }
 
-    void launch(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
-                uint64_t k_, const unsigned long long *d_k, unsigned long long *ex_totals, cudaStream_t s,
-                KernelTimer &timer) {
-        carve(c, n_, k_, s);
-        GraphBranches serial(c, s, false);
-        queue(x, mwords, counts, offs, d_k, ex_totals, serial, timer);
-    }
-
-    // k exceptions (known): launch, then wait for the totals. scratch: 3 device words.
+    // k exceptions (known): carve, queue on s, then wait for the totals. scratch: 3 device words.
     void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
               uint64_t k_, unsigned long long *scratch, cudaStream_t s, KernelTimer &timer) {
-        launch(c, x, mwords, counts, offs, n_, k_, nullptr, scratch, s, timer);
+        carve(c, n_, k_, s);
+        GraphBranches serial(c, s, false);
+        queue(x, mwords, counts, offs, nullptr, scratch, serial, timer);
         if (!k) return;
         const unsigned long long *tot = fetch_totals(c, scratch, 3, s);
         edge_nnz = tot[0];
@@ -1136,15 +1130,14 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         if (graphed) {
             timer.mark("graph queued");
             got = wait_for_words();
-            c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
             if (got.status == kLayoutOverCap) got = with_known_totals(got.totals);  // more than kcap exceptions
         }
     }
     if (!graphed) {
         queue_codes(s);
         got = with_known_totals(fetch_totals(c, w->totals, 3, s));
-        if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
     }
+    if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
 
     // ---- 5. the raw-passthrough stream instead, or the stream delivered
     if (got.status == kLayoutRaw) {
