@@ -1,7 +1,7 @@
 // Run tokens of the ratio encoder (format v4, docs/FORMAT.md section 9) on the CPU: the token arithmetic, round
 // trips through the library and the reference decoder of ratio_test_util.h (written from the format text) for runs
 // of every length at sub-block borders, the all-run stream with no plain symbol, the choice between plain and
-// tokens, thread independence, the version gate and corrupted streams.
+// tokens, thread independence (parts of the bitstream written by any thread), the version gate and corrupted streams.
 #include <gtest/gtest.h>
 #include <random>
 #include "ratio_test_util.h"
@@ -227,5 +227,28 @@ TEST(RatioRuns, TokenCountsMatchTokenizing) {
                 EXPECT_TRUE(plain == plain_want) << "plain, p " << p << " sub-block 2^" << lg << " from " << i0;
             }
         }
+    }
+}
+
+// The encoder's threads take parts of the symbols in turn, each written from its own first bit: where the first
+// sub-blocks cost many times the bits of the rest (interp codes: coarse levels first, then the last level's runs),
+// parts differ in bits and end inside words; sub-blocks of z alone (one run token each, under 32 bits) make parts
+// that end in the word they start in (16 and 40 threads: one sub-block a part). The bytes stay those of one thread.
+TEST(RatioRuns, ThreadsSplitSkewedBitsAlike) {
+    const uint64_t S = uint64_t(1) << zb::kRatioSubBlockLog2;
+    std::vector<uint16_t> sym = ratiot::laplace_symbols(12 * S + 77, kA, 40.0, 5);   // dense: ~7 bits a symbol
+    std::vector<uint32_t> lengths(3000);
+    std::mt19937 rng(8);
+    for (uint32_t &L : lengths) L = 20 + rng() % 200;
+    const std::vector<uint16_t> sparse = runs_of(lengths, 9);   // mostly runs of z: well under a bit a symbol
+    sym.insert(sym.end(), sparse.begin(), sparse.end());
+    sym.insert(sym.end(), 6 * S, (uint16_t)kZ);
+    sym.insert(sym.end(), sparse.begin(), sparse.begin() + (long)(5 * S / 2));
+    const Enc one = encode(sym, kA, 1, zb::kRatioSubBlockLog2, kZ);
+    ASSERT_TRUE(one.st.run_tokens);
+    check_round_trip(one, sym);
+    for (int t : {2, 3, 5, 8, 16, 40}) {
+        const Enc e = encode(sym, kA, t, zb::kRatioSubBlockLog2, kZ);
+        EXPECT_TRUE(e.seg == one.seg) << t << " threads write other bytes";
     }
 }
