@@ -108,10 +108,16 @@ bool sparse_valid(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks_
 // Inverse: expands into `out` (bytes long). False if flags and blocks disagree (corrupt stream).
 bool sparse_decode(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t bytes, uint8_t *out);
 
-// The fast encoder's code stream (docs/FORMAT.md section 5) over any array of 16-bit codes: tile flags
-// (code_tiles(n) * kTileFlagBytes bytes into `flags`) and the non-zero blocks appended to `blocks`; returns their
-// count. Tile flags and counts come from tile_flags().
-uint64_t fast_encode_codes(const uint16_t *codes, uint64_t n, uint8_t *flags, std::string &blocks, int nt);
+// The fast encoder's code stream (docs/FORMAT.md section 5) over any array of 16-bit codes: the tile flags
+// (code_tiles(n) * kTileFlagBytes bytes, from tile_flags()) and the non-zero blocks, in the calling thread's reused
+// memory: valid until its next call of fast_encode_codes.
+struct FastCodeSegments {
+    ByteSpan flags, blocks;
+    uint64_t nonzero_blocks;
+};
+FastCodeSegments fast_encode_codes(const uint16_t *codes, uint64_t n, int nt);
+// Gives that memory back where it grew past kScratchKeepBytes (once the caller is done with the segments).
+void fast_encode_codes_release();
 // Inverse into codes, which must hold code_tiles(n) * kTileCodes entries (the zero padding of the last tile is
 // checked). False when flags, block count or padding are inconsistent.
 bool fast_decode_codes(const uint8_t *flags, const uint8_t *blocks, uint64_t nblocks, uint64_t n, uint16_t *codes,

@@ -55,9 +55,8 @@ uint64_t sample_cost(const std::vector<T> &x, const Shape &b, const InterpParams
         if (ratio_encode_cpu(c16, n, 2 * (uint32_t)radius, 1, segs, nullptr, msg) != ZB_OK) return UINT64_MAX;
         for (const std::string &s : segs) bytes += s.size();
     } else {
-        std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
-        bytes += flags.size() + fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, 1) *
-                                    kBlockBytes;
+        const FastCodeSegments fc = fast_encode_codes(c16, n, 1);
+        bytes += fc.flags.size + fc.blocks.size;
     }
     return bytes;
 }

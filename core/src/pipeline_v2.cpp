@@ -259,18 +259,19 @@ zb_status compress_t(const zb_params &p, uint8_t predictor, uint8_t encoder, con
         stage_mark("lorenzo");
     }
 
-    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass, its segments in
-    // the encoder's reused memory until they are copied into the stream below.
-    std::vector<std::string> enc_strings;
+    // Encoder. fast: bitshuffle and the sparse pass. ratio: canonical Huffman and the sparse pass. Either's segments
+    // stay in the encoder's reused memory until they are copied into the stream below.
     std::vector<ByteSpan> enc_segs;
-    struct ReleaseOnExit { ~ReleaseOnExit() { ratio_encode_release(); } } release_on_exit;
+    struct ReleaseOnExit {
+        ~ReleaseOnExit() {
+            ratio_encode_release();
+            fast_encode_codes_release();
+        }
+    } release_on_exit;
     if (encoder == kEncFast) {
-        std::string flags((size_t)(code_tiles(n) * kTileFlagBytes), '\0'), blocks;
-        h.nonzero_code_blocks = fast_encode_codes(c16, n, reinterpret_cast<uint8_t *>(&flags[0]), blocks, nt);
-        enc_strings.push_back(std::move(flags));
-        enc_strings.push_back(std::move(blocks));
-        for (const std::string &e : enc_strings)
-            enc_segs.push_back({reinterpret_cast<const uint8_t *>(e.data()), e.size()});
+        const FastCodeSegments fc = fast_encode_codes(c16, n, nt);
+        h.nonzero_code_blocks = fc.nonzero_blocks;
+        enc_segs = {fc.flags, fc.blocks};
     } else {
         RatioOptions ro;
         ro.run_symbol = (uint32_t)radius;  // code 0
