@@ -26,12 +26,14 @@ constexpr size_t kAlphaFinalists = 3;   // smaller arrays keep the default: the 
 // Bytes of the sample compressed with the predictor parameters ip and the stream's encoder (exceptions and escapes
 // counted at their stored size; headers, equal for every candidate, left out).
 // The buffers of sample_cost, kept between the candidates' calls (zb_scratch.h): zeroed vectors of a fresh
-// allocation each time were a tenth of the tuning of a small array (page faults and memset).
+// allocation each time were a tenth of the tuning of a small array (page faults and memset). One set per thread
+// that runs the tasks, kept between calls too (a set per call: page faults on every thread of every call).
 struct SampleScratch {
     ScratchArray<uint8_t> exc;
     ScratchArray<uint8_t> recon;   // T values
     ScratchArray<uint16_t> c16;
 };
+thread_local SampleScratch t_sample;
 
 template <typename T>
 uint64_t sample_cost(const std::vector<T> &x, const Shape &b, const InterpParams &ip, double eb, uint8_t encoder,
@@ -102,14 +104,13 @@ void interp_tune_alpha(const T *x, const Shape &s, double eb, uint8_t encoder, i
     struct Task {
         size_t alpha, box;
     };
-    std::vector<SampleScratch> scratch((size_t)std::max(nt, 1));
     auto costs = [&](const std::vector<Task> &tasks) {
         std::vector<uint64_t> cost(tasks.size());
-        parallel_tasks((int64_t)tasks.size(), nt, [&](int64_t k, int thread) {
+        parallel_tasks((int64_t)tasks.size(), nt, [&](int64_t k, int) {
             InterpParams cand = ip;
             interp_set_alpha(cand, eb, alphas[tasks[(size_t)k].alpha]);
             cost[(size_t)k] = sample_cost(samples[tasks[(size_t)k].box], b, cand, eb, encoder, has_fill, fill_bits,
-                                          scratch[(size_t)thread]);
+                                          t_sample);
         });
         return cost;
     };
