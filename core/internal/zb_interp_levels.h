@@ -20,6 +20,7 @@
 #include <vector>
 #include <omp.h>
 #include "zb_interp.h"
+#include "zb_cpu.h"
 #include "zb_interp_rows.h"
 
 namespace zb {
@@ -69,8 +70,9 @@ private:
     std::vector<int32_t> codes_;
 };
 
-// The threads for `points` points in `units` independent units (rows or planes): one per kRowPointsPerThread points
-// (at most one per unit) once there are more than min_points points, else one. The encoder's work per point is worth
+// The threads for `points` points in `units` independent units (rows or planes): the whole team (team_threads) where
+// more than one could work, at one per kRowPointsPerThread points and unit, once there are more than min_points
+// points; else one. The encoder's work per point is worth
 // threads from 8192 points on: passes of up to 65536 points ran on one thread, which in an array of 2^20 values (a 4
 // MiB chunk, the pipeline choice's sample) left six of its nine passes serial (device, 16 threads, interp/ratio
 // compression of 4 MB: 617-889 -> 1279-1548 MB/s). The decoder's, about 5x lighter, is not (the same with its small
@@ -79,7 +81,7 @@ constexpr int64_t kRowPointsPerThread = 4096;
 constexpr int64_t kEncodeMinPoints = 8192, kDecodeMinPoints = 65536;
 inline int work_threads(int64_t units, int64_t points, int nt, int64_t min_points) {
     if (points <= min_points) return 1;
-    return (int)std::max<int64_t>(1, std::min<int64_t>({(int64_t)nt, units, points / kRowPointsPerThread}));
+    return team_threads(nt, (uint64_t)std::max<int64_t>(1, std::min(units, points / kRowPointsPerThread)));
 }
 
 // The row of pass p through (z, y) that is row r of the pass.

@@ -4,15 +4,16 @@
 #include <cstdint>
 #include <exception>
 #include <omp.h>
+#include "zb_cpu.h"
 
 namespace zb {
 
-// Runs task(k, thread) for every k in [0, count) on min(nt, count) threads (thread: 0 .. threads-1, for per-thread
-// scratch), each thread taking the next task when it is done with one: threads that run slower take fewer. The first
+// Runs task(k, thread) for every k in [0, count) on the team_threads(nt, count) threads (thread: 0 .. nt-1, for
+// per-thread scratch), each thread taking the next task when it is done with one: threads that run slower take fewer. The first
 // exception a task throws stops the others from starting tasks and is rethrown here (an exception must not leave a
 // parallel region: std::terminate). Results that tasks store by k do not depend on the thread count.
 template <typename F> void parallel_tasks(int64_t count, int nt, F task) {
-    const int threads = (int)(count < (int64_t)nt ? count : (int64_t)nt);
+    const int threads = team_threads(nt, count > 0 ? (uint64_t)count : 0);
     if (threads <= 1) {
         for (int64_t k = 0; k < count; ++k) task(k, 0);
         return;

@@ -36,9 +36,9 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     else encs = {enc};
     if (preds.size() * encs.size() == 1) return;
 
-    // The sample is compressed at the whole array's absolute bound, on the caller's threads (at most one per
-    // kValuesPerThread sample values): a stream's length does not depend on the thread count, so neither does the
-    // choice. (On one thread it was a serial stage of every call.)
+    // The sample is compressed at the whole array's absolute bound, on the caller's threads (all of them where it
+    // has kValuesPerThread values for two: team_threads): a stream's length does not depend on the thread count, so
+    // neither does the choice. (On one thread it was a serial stage of every call.)
     const zb_dtype dtype = sizeof(T) == 8 ? ZB_F64 : ZB_F32;
     double vmin = 0, vmax = 0;   // the whole array's range, needed only to derive a REL bound
     const bool has_range = p.mode != ZB_MODE_ABS && value_range(dtype, x, s.n, p.has_fill, p.fill_bits, nt, vmin, vmax);
@@ -50,7 +50,8 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
     const uint64_t target = sample_target(s);
     uint64_t start[3];
     const Shape b = sample_box(s, target, start);
-    const int snt = (int)std::max<uint64_t>(1, std::min<uint64_t>((uint64_t)nt, b.n / kValuesPerThread));
+    const uint64_t useful = b.n / kValuesPerThread;   // threads the sample keeps busy
+    const int snt = team_threads(nt, useful);
     // The sample and the candidates' output in this thread's reused memory (zeroed vectors of a fresh allocation
     // were a serial memset and page faults of up to 16 MB per call).
     T *sample = reinterpret_cast<T *>(t_choice.sample.get((size_t)b.n * sizeof(T)));
@@ -71,10 +72,12 @@ void choose(const zb_params &p, const T *x, const Shape &s, bool v1_only, int nt
                        ? cpu_compress(sp, dtype, sample, b, out, cap, &c.len, threads, msg)
                        : cpu_compress_v2(sp, c.pred, c.enc, dtype, sample, b, out, cap, &c.len, threads, msg, false);
     };
-    if (snt == 1 && nt > 1) {
-        // A sample too small for threads of its own (under 2 kValuesPerThread values: arrays up to 4M values, a
-        // 16 MiB chunk of f32): the candidates side by side, one thread each, on threads of the caller's OpenMP
-        // team (warm, unlike threads started for the purpose, which measured no faster in session 10).
+    if (useful < cands.size() && nt > 1) {
+        // A sample too small for as many threads as there are candidates (under kValuesPerThread values a candidate
+        // thread: arrays up to 8M values, a 32 MiB chunk of f32): the candidates side by side, one thread each, on
+        // threads of the caller's OpenMP team (warm, unlike threads started for the purpose, which measured no
+        // faster in session 10). The slowest candidate's one-thread time beats the sum of their times on a few
+        // threads (device, 16 MB TREFHT, 16 threads: 2 threads each one after the other took 6 ms of a 13 ms call).
         uint8_t *outs[kMaxCandidates];
         for (size_t k = 0; k < cands.size(); ++k) outs[k] = t_choice.out[k].get(cap);
         parallel_tasks((int64_t)cands.size(), nt, [&](int64_t k, int) { run(cands[(size_t)k], outs[k], 1); });

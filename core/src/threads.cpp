@@ -22,11 +22,12 @@ int resolve_threads(int requested, uint64_t n) {
 
 void parallel_copy(void *dst, const void *src, size_t bytes, int nt) {
     // One part per thread (whole 4 KiB pages, so no two threads write one line), each at least kMinPart: a
-    // parallel region costs a few microseconds, a 256 KiB memcpy about 25.
+    // parallel region costs a few microseconds, a 256 KiB memcpy about 25. The whole team takes part
+    // (team_threads), the threads past `parts` without a part.
     constexpr size_t kMinPart = size_t(256) << 10, kPage = 4096;
     const int parts = (int)std::max<size_t>(1, std::min<size_t>((size_t)std::max(nt, 1), bytes / kMinPart));
     const size_t part = (bytes / (size_t)parts + kPage - 1) / kPage * kPage;
-#pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+#pragma omp parallel for num_threads(team_threads(nt, (uint64_t)parts)) schedule(static, 1) if (parts > 1)
     for (int k = 0; k < parts; ++k) {
         const size_t off = std::min(bytes, (size_t)k * part);
         std::memcpy(static_cast<uint8_t *>(dst) + off, static_cast<const uint8_t *>(src) + off,
