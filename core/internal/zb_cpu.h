@@ -23,6 +23,13 @@ int resolve_threads(int requested, uint64_t n);
 // (bench/NOTES.md, session 9). Output bytes never depend on it.
 constexpr uint64_t kPartsPerThread = 4;
 
+// Splits [0, count) into `parts` contiguous ranges; range r is [begin(r), begin(r+1)).
+struct Partition {
+    uint64_t count;
+    int parts;
+    uint64_t begin(int r) const { return count * (uint64_t)r / (uint64_t)parts; }
+};
+
 // The team of a parallel region whose work could use `useful` threads: all nt, or one. Never a team in between:
 // libgomp ends the threads a smaller team leaves out and starts them again for the next full one (device, 16
 // cores: a 16-thread region took 4.4 us after a 16-thread one, 231 us after an 8-thread one, 425 us after a 4-thread
@@ -141,6 +148,8 @@ void stored_tile_planes(const uint8_t *flags, const uint8_t *src, uint8_t *buf, 
 uint64_t tile_escape_count(const uint8_t *tile);
 // Flags of the 256 16-byte blocks of one shuffled tile (kTileFlagBytes bytes); returns the non-zero block count.
 uint64_t tile_flags(const uint8_t *tile, uint8_t *flags);
+// Copies the non-zero blocks of one shuffled tile (those set in its flags, in order) to out; returns the end.
+uint8_t *copy_nonzero_blocks(const uint8_t *tile, const uint8_t *flags, uint8_t *out);
 
 // The inverse of the Lorenzo deltas q: the N-D inclusive prefix sum (mod 2^32) along x, then y, then z, and
 // out[i] = dequantize<T>(sum, twoeb). q may be left partly summed.

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <vector>
 #include <omp.h>
-#include "zb_interp.h"
 #include "zb_cpu.h"
+#include "zb_interp.h"
 #include "zb_interp_rows.h"
 
 namespace zb {
@@ -72,11 +72,11 @@ private:
 
 // The threads for `points` points in `units` independent units (rows or planes): the whole team (team_threads) where
 // more than one could work, at one per kRowPointsPerThread points and unit, once there are more than min_points
-// points; else one. The encoder's work per point is worth
-// threads from 8192 points on: passes of up to 65536 points ran on one thread, which in an array of 2^20 values (a 4
-// MiB chunk, the pipeline choice's sample) left six of its nine passes serial (device, 16 threads, interp/ratio
-// compression of 4 MB: 617-889 -> 1279-1548 MB/s). The decoder's, about 5x lighter, is not (the same with its small
-// passes on threads: decompression 3520-4282 -> 2762-3357 MB/s): it keeps min_points 65536.
+// points; else one. The encoder's work per point is worth threads from 8192 points on: passes of up to 65536 points
+// ran on one thread, which in an array of 2^20 values (a 4 MiB chunk, the pipeline choice's sample) left six of its
+// nine passes serial (device, 16 threads, interp/ratio compression of 4 MB: 617-889 -> 1279-1548 MB/s). The
+// decoder's, about 5x lighter, is not (the same with its small passes on threads: decompression 3520-4282 ->
+// 2762-3357 MB/s; measured before team_threads, perhaps the team changes of NOTES 82): it keeps min_points 65536.
 constexpr int64_t kRowPointsPerThread = 4096;
 constexpr int64_t kEncodeMinPoints = 8192, kDecodeMinPoints = 65536;
 inline int work_threads(int64_t units, int64_t points, int nt, int64_t min_points) {

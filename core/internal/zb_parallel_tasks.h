@@ -9,9 +9,9 @@
 namespace zb {
 
 // Runs task(k, thread) for every k in [0, count) on the team_threads(nt, count) threads (thread: 0 .. nt-1, for
-// per-thread scratch), each thread taking the next task when it is done with one: threads that run slower take fewer. The first
-// exception a task throws stops the others from starting tasks and is rethrown here (an exception must not leave a
-// parallel region: std::terminate). Results that tasks store by k do not depend on the thread count.
+// per-thread scratch), each thread taking the next task when it is done with one: threads that run slower take
+// fewer. The first exception a task throws stops the others from starting tasks and is rethrown here (an exception
+// must not leave a parallel region: std::terminate). Results that tasks store by k do not depend on the thread count.
 template <typename F> void parallel_tasks(int64_t count, int nt, F task) {
     const int threads = team_threads(nt, count > 0 ? (uint64_t)count : 0);
     if (threads <= 1) {

@@ -46,13 +46,6 @@ template void quantize_values<double>(const double *, uint64_t, const QuantParam
 
 namespace {
 
-// Splits [0, count) into `parts` contiguous ranges; range r is [begin(r), begin(r+1)).
-struct Partition {
-    uint64_t count;
-    int parts;
-    uint64_t begin(int r) const { return count * (uint64_t)r / (uint64_t)parts; }
-};
-
 // ---------------------------------------------------------------------------------------------------------------
 // Encoding
 // ---------------------------------------------------------------------------------------------------------------
@@ -235,16 +228,9 @@ zb_status compress_t(const zb_params &p, const T *x, const Shape &s, uint8_t *ds
     std::memcpy(seg(kSegCodeFlags), code_flags, (size_t)(ntiles * kTileFlagBytes));
     uint8_t *blocks = seg(kSegCodeBlocks);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < (int64_t)ntiles; ++t) {
-        const uint8_t *tile = shuffled + (size_t)t * kTileBytes;
-        const uint8_t *flags = code_flags + (size_t)t * kTileFlagBytes;
-        uint8_t *out = blocks + tile_offset[(size_t)t] * kBlockBytes;
-        for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b)
-            if (flags[b >> 3] & (1u << (b & 7))) {
-                std::memcpy(out, tile + b * kBlockBytes, kBlockBytes);
-                out += kBlockBytes;
-            }
-    }
+    for (int64_t t = 0; t < (int64_t)ntiles; ++t)
+        copy_nonzero_blocks(shuffled + (size_t)t * kTileBytes, code_flags + (size_t)t * kTileFlagBytes,
+                            blocks + tile_offset[(size_t)t] * kBlockBytes);
     if (!escapes.empty()) std::memcpy(seg(kSegEscapes), escapes.data(), escapes.size() * 4);
     for (int i = 0; i < kExceptionSegmentCount; ++i)
         if (ex.segment_length(i)) std::memcpy(seg(kSegEdgeFlags + i), ex.segment_data(i), ex.segment_length(i));

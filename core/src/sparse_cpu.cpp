@@ -257,6 +257,15 @@ uint64_t tile_flags(const uint8_t *tile, uint8_t *flags) {
     return nnz;
 }
 
+uint8_t *copy_nonzero_blocks(const uint8_t *tile, const uint8_t *flags, uint8_t *out) {
+    for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b)
+        if (flags[b >> 3] & (1u << (b & 7))) {
+            std::memcpy(out, tile + b * kBlockBytes, kBlockBytes);
+            out += kBlockBytes;
+        }
+    return out;
+}
+
 namespace {
 // fast_encode_codes' memory, reused by the calls of a thread (a zeroed allocation per call was a serial fill and a
 // page fault per 4 KiB of the shuffled tiles and of the blocks: 2.5 bytes per code).
@@ -279,11 +288,12 @@ FastCodeSegments fast_encode_codes(const uint16_t *codes, uint64_t n, int nt) {
     uint8_t *flags = m.flags.get((size_t)(ntiles * kTileFlagBytes));
     uint64_t *offset = m.offset.get((size_t)ntiles + 1);
     // kPartsPerThread ranges of tiles per thread, taken in turn (a slower core takes fewer).
-    const uint64_t parts = std::max<uint64_t>(1, std::min<uint64_t>(ntiles, kPartsPerThread * (uint64_t)nt));
+    const Partition part{ntiles,
+                         (int)std::max<uint64_t>(1, std::min<uint64_t>(ntiles, kPartsPerThread * (uint64_t)nt))};
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (int64_t r = 0; r < (int64_t)parts; ++r) {
+    for (int r = 0; r < part.parts; ++r) {
         uint16_t tile_codes[kTileCodes];
-        for (uint64_t t = ntiles * (uint64_t)r / parts; t < ntiles * (uint64_t)(r + 1) / parts; ++t) {
+        for (uint64_t t = part.begin(r); t < part.begin(r + 1); ++t) {
             const uint64_t base = t * kTileCodes, valid = std::min<uint64_t>(kTileCodes, n - base);
             std::memcpy(tile_codes, codes + base, (size_t)valid * 2);
             std::fill(tile_codes + valid, tile_codes + kTileCodes, (uint16_t)0);
@@ -296,15 +306,9 @@ FastCodeSegments fast_encode_codes(const uint16_t *codes, uint64_t n, int nt) {
     for (uint64_t t = 0; t < ntiles; ++t) offset[t + 1] += offset[t];
     uint8_t *out = m.blocks.get((size_t)(offset[ntiles] * kBlockBytes) + 1);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (int64_t r = 0; r < (int64_t)parts; ++r)
-        for (uint64_t t = ntiles * (uint64_t)r / parts; t < ntiles * (uint64_t)(r + 1) / parts; ++t) {
-            uint8_t *o = out + offset[t] * kBlockBytes;
-            for (uint64_t b = 0; b < kTileBytes / kBlockBytes; ++b)
-                if (flags[t * kTileFlagBytes + (b >> 3)] & (1u << (b & 7))) {
-                    std::memcpy(o, shuffled + t * kTileBytes + b * kBlockBytes, kBlockBytes);
-                    o += kBlockBytes;
-                }
-        }
+    for (int r = 0; r < part.parts; ++r)
+        for (uint64_t t = part.begin(r); t < part.begin(r + 1); ++t)
+            copy_nonzero_blocks(shuffled + t * kTileBytes, flags + t * kTileFlagBytes, out + offset[t] * kBlockBytes);
     return FastCodeSegments{{flags, ntiles * kTileFlagBytes}, {out, offset[ntiles] * kBlockBytes}, offset[ntiles]};
 }
 
