@@ -281,6 +281,36 @@ TEST(RatioCpu, SubBlockSizes) {
     EXPECT_EQ(zb::ratio_encode_cpu(sym.data(), sym.size(), 1024, 1, seg, nullptr, msg, bad), ZB_ERR_INVALID_ARG);
 }
 
+// The decoder's optional count of symbol 0 per kRatioZeroUnit symbols (what the Lorenzo decoder ranks its escapes
+// by) against a count of the input: every sub-block size, thread counts that split the groups of sub-blocks
+// differently, a length that ends inside a unit, zeros clustered in some units and absent from others, plain and run
+// streams.
+TEST(RatioCpu, ZeroCountsPerUnit) {
+    const uint64_t U = zb::kRatioZeroUnit, n = 37 * U + 517;
+    std::vector<uint16_t> sym = ratiot::laplace_symbols(n, 1024, 0.7, 41, 0.002);
+    for (uint64_t i = 5 * U + 3; i < 5 * U + 900; i += 7) sym[(size_t)i] = 0;   // a cluster
+    for (uint64_t i = 20 * U; i < 23 * U; ++i)                                  // units without a zero
+        if (sym[(size_t)i] == 0) sym[(size_t)i] = 512;
+    sym[(size_t)n - 1] = 0;                                                      // in the last, short unit
+    std::vector<uint32_t> expect((size_t)zb::div_up(n, U), 0);
+    for (uint64_t i = 0; i < n; ++i) expect[(size_t)(i / U)] += sym[(size_t)i] == 0;
+    for (uint32_t run_symbol : {zb::kRatioNoRunSymbol, 512u})
+        for (int lg = zb::kRatioMinSubBlockLog2; lg <= zb::kRatioMaxSubBlockLog2; ++lg) {
+            const Encoded e = encode(sym, 1024, 1, lg, run_symbol);
+            const auto sp = spans(e.seg);
+            for (int threads : {1, 2, 5, 16}) {
+                std::vector<uint16_t> out(n);
+                std::vector<uint32_t> zeros(expect.size(), 0xDEAD);
+                std::string msg;
+                ASSERT_EQ(zb::ratio_decode_cpu(sp.data(), n, 1024, threads, out.data(), msg, true, zeros.data()),
+                          ZB_OK)
+                    << msg;
+                EXPECT_TRUE(out == sym);
+                EXPECT_EQ(zeros, expect) << "lg " << lg << ", " << threads << " threads, run symbol " << run_symbol;
+            }
+        }
+}
+
 TEST(RatioCpu, InvalidArguments) {
     std::vector<std::string> seg;
     std::string msg;

@@ -118,8 +118,12 @@ void ratio_encode_release();
 // Decodes kRatioSegmentCount segments into symbols[0..n). Validates everything: inconsistent input gives
 // ZB_ERR_CORRUPT with a message and never reads outside the segments. `symbols` may be partly written on error.
 // allow_runs: the enclosing stream's version has run tokens (v4); a codebook with the run flag is refused otherwise.
+// zeros (optional, div_up(n, kRatioZeroUnit) entries): zeros[u] = how many of symbols [u * kRatioZeroUnit, (u + 1) *
+// kRatioZeroUnit) are 0, counted while a group of sub-blocks is still in the cache (a caller that needs them, as the
+// Lorenzo decoder does for its escaped codes, is spared a pass over the symbols).
+constexpr uint64_t kRatioZeroUnit = uint64_t(1) << kRatioMinSubBlockLog2;   // divides every sub-block size
 zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
-                           std::string &msg, bool allow_runs = true);
+                           std::string &msg, bool allow_runs = true, uint32_t *zeros = nullptr);
 
 // ---- host-side pieces shared with the CUDA backend ---------------------------------------------------------------
 

@@ -160,29 +160,33 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std
 
 // The ratio encoder's 16-bit codes of the Lorenzo predictor (symbol d + radius, 0 escaped) as a delta source of the
 // Lorenzo grid (zb_lorenzo_grid.h): each piece becomes deltas in the thread's cursor, escaped ones taken from the
-// list by their rank (per-tile counts). No int32 array of codes: on 16 threads its write and three reads (escapes,
-// slab sums, decode) were most of the memory traffic of a decode.
+// list by their rank (the escapes before each kRatioZeroUnit codes, from the decoder's counts). No int32 array of
+// codes: on 16 threads its write and three reads (escapes, slab sums, decode) were most of the memory traffic of a
+// decode.
 struct RatioCodeTiles {
     const uint16_t *c16;
     const int32_t *escapes;
-    const uint64_t *esc_start;   // the escapes before each kTileCodes values (ntiles + 1 entries)
+    const uint64_t *esc_start;   // the escapes before each kRatioZeroUnit codes (units + 1 entries)
     int32_t radius;
 
     struct Cursor {
         alignas(64) uint32_t d[kTileCodes];
     };
     static constexpr uint64_t kUnit = kTileCodes;
+    static constexpr uint64_t U = kRatioZeroUnit;
+    static_assert(kTileCodes % kRatioZeroUnit == 0, "a piece covers whole units but at its ends");
 
     template <class F> void pieces(Cursor &c, uint64_t begin, uint64_t end, F f) const {
         while (begin < end) {
-            const uint64_t t = begin / kTileCodes, t0 = t * kTileCodes;
+            const uint64_t t0 = begin / kTileCodes * kTileCodes;
             const uint64_t m = std::min(end, t0 + kTileCodes) - begin;
             const uint16_t *code = c16 + begin;
-            if (esc_start[t + 1] == esc_start[t]) {   // the common case: a loop that vectorizes
+            const uint64_t u0 = begin / U, u1 = div_up(begin + m, U);
+            if (esc_start[u1] == esc_start[u0]) {   // the common case: a loop that vectorizes
                 for (uint64_t j = 0; j < m; ++j) c.d[j] = (uint32_t)((int32_t)code[j] - radius);
             } else {
-                uint64_t e = esc_start[t];
-                for (uint64_t i = t0; i < begin; ++i) e += c16[i] == 0;
+                uint64_t e = esc_start[u0];
+                for (uint64_t i = u0 * U; i < begin; ++i) e += c16[i] == 0;
                 for (uint64_t j = 0; j < m; ++j)
                     c.d[j] = code[j] ? (uint32_t)((int32_t)code[j] - radius) : (uint32_t)escapes[e++];
             }
@@ -192,21 +196,19 @@ struct RatioCodeTiles {
     }
 };
 
-// Lorenzo + ratio inverse straight from the 16-bit codes: the escapes per tile, checked against the stream's count,
-// then the grid (or rank 1's slabs) reading RatioCodeTiles.
+// Lorenzo + ratio inverse straight from the 16-bit codes: the running sums of `zeros` (the decoder's count of escaped
+// codes per kRatioZeroUnit codes: no pass over the codes here) checked against the stream's escape count, then the
+// grid (or rank 1's slabs) reading RatioCodeTiles.
 template <typename T>
-zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *c16, int32_t radius,
-                                     const int32_t *escapes, uint64_t nescapes, T *out, int nt, std::string &msg) {
-    const std::vector<uint64_t> esc_start = count_escapes_by_chunk(
-        s.n, nt,
-        [c16](uint64_t i0, uint64_t i1) {
-            uint64_t zeros = 0;   // the ratio encoder's escaped code
-            for (uint64_t i = i0; i < i1; ++i) zeros += c16[i] == 0;
-            return zeros;
-        },
-        kTileCodes);
-    if (esc_start.back() > nescapes) return corrupt(msg, "more escape codes than escapes");
-    if (esc_start.back() != nescapes) return corrupt(msg, "escape count does not match the codes");
+zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *c16, const uint32_t *zeros,
+                                     int32_t radius, const int32_t *escapes, uint64_t nescapes, T *out, int nt,
+                                     std::string &msg) {
+    const uint64_t units = div_up(s.n, kRatioZeroUnit);
+    std::vector<uint64_t> esc_start((size_t)units + 1, 0);
+    for (uint64_t u = 0; u < units; ++u) esc_start[(size_t)u + 1] = esc_start[(size_t)u] + zeros[u];
+    const uint64_t total = esc_start.back();
+    if (total > nescapes) return corrupt(msg, "more escape codes than escapes");
+    if (total != nescapes) return corrupt(msg, "escape count does not match the codes");
     const RatioCodeTiles src{c16, escapes, esc_start.data(), radius};
     std::vector<RatioCodeTiles::Cursor> cursors((size_t)nt);
     grid::lorenzo_decode(src, cursors.data(), s, lorenzo_one_segment(s), nt, 2.0 * eb, out);
@@ -338,6 +340,7 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     int32_t *codes = widen ? t_v2.codes.get((size_t)n) : nullptr;
     const int nenc = v2_encoder_segments(h.encoder);
     std::vector<uint64_t> first;
+    std::vector<uint32_t> zeros;   // Lorenzo with the ratio encoder: its escaped codes per kRatioZeroUnit
     auto to_codes = [&](auto code_of) {
         return count_escapes_by_chunk(n, nt, [&](uint64_t i0, uint64_t i1) {
             return widen_codes(c16 + i0, codes + i0, i1 - i0, code_of);
@@ -351,7 +354,9 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
-        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4))
+        if (h.predictor != kPredInterp) zeros.resize((size_t)div_up(n, kRatioZeroUnit));
+        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4,
+                                            zeros.empty() ? nullptr : zeros.data()))
             return st;
         stage_mark("decoder");
     }
@@ -383,7 +388,8 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
     const zb_status st =
         widen ? lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg)
-              : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, radius, escapes.data(), h.escapes, out, nt, msg);
+              : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, zeros.data(), radius, escapes.data(), h.escapes, out,
+                                           nt, msg);
     if (st != ZB_OK) return st;
     stage_mark("lorenzo");
     if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg, nt)) return ZB_ERR_CORRUPT;
