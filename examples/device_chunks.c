@@ -1,7 +1,8 @@
 /*
  * Device-resident chunk I/O from C: an array in GPU memory written to an HDF5 dataset with the zbound filter by
  * zbound_h5_write_chunks_device (chunks compressed on the GPU, stored with H5Dwrite_chunk) and read back into GPU
- * memory by zbound_h5_read_chunks_device; then read through the filter on the CPU (H5Dread) and compared.
+ * memory by zbound_h5_read_chunks_device from the file opened again read-only; then read through the filter on the
+ * CPU (H5Dread) and compared.
  *
  *   device_chunks OUT.h5 FIELD.raw NZ NY NX [SIZE_GB] [CHUNK_MB] [REL]
  *
@@ -92,6 +93,15 @@ int main(int argc, char **argv) {
     if (zbound_h5_write_chunks_device(dset, dev, NULL) != ZB_OK) return fail("write");
     H5Fflush(file, H5F_SCOPE_LOCAL);
     const double t_write = now() - t0;
+    /* Read as a reader would: the file opened again, read-only (the chunks are then read on several threads). */
+    H5Dclose(dset);
+    H5Fclose(file);
+    file = H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT);
+    dset = file < 0 ? H5I_INVALID_HID : H5Dopen2(file, "x", H5P_DEFAULT);
+    if (dset < 0) {
+        fprintf(stderr, "device_chunks: cannot open %s again\n", argv[1]);
+        return 1;
+    }
     t0 = now();
     if (zbound_h5_read_chunks_device(dset, back, NULL) != ZB_OK) return fail("read");
     const double t_read = now() - t0;

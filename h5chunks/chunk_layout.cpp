@@ -6,6 +6,12 @@
 
 namespace zbh5 {
 
+std::string offset_text(const std::vector<uint64_t> &offset) {
+    std::string t = "(";
+    for (size_t i = 0; i < offset.size(); ++i) t += (i ? "," : "") + std::to_string(offset[i]);
+    return t + ")";
+}
+
 uint64_t ChunkLayout::chunk_values() const {
     uint64_t n = 1;
     for (uint64_t c : chunk) n *= c;
@@ -95,19 +101,6 @@ std::vector<Box> ChunkLayout::boxes(const uint64_t *offset) const {
     return out;
 }
 
-namespace {
-
-// Closes an HDF5 identifier at scope exit.
-struct Id {
-    hid_t id;
-    herr_t (*close)(hid_t);
-    ~Id() {
-        if (id >= 0) close(id);
-    }
-};
-
-}  // namespace
-
 bool list_chunks(hid_t dset, const ChunkLayout &lay, std::vector<StoredChunk> &stored, std::vector<uint64_t> &missing,
                  std::string &msg) {
     Id space{H5Dget_space(dset), H5Sclose};   // HDF5 1.10 takes the dataset's dataspace here, not H5S_ALL
@@ -128,6 +121,7 @@ bool list_chunks(hid_t dset, const ChunkLayout &lay, std::vector<StoredChunk> &s
         }
         c.offset.assign(off.begin(), off.end());
         c.size = size;
+        c.address = addr;
         written[(size_t)lay.grid_index(c.offset.data())] = 1;
         stored.push_back(std::move(c));
     }

@@ -53,7 +53,20 @@ struct StoredChunk {
     uint64_t size = 0;              // stored bytes
     unsigned mask = 0;              // HDF5's filter mask: bit 0 set when the chunk was stored unfiltered
     uint64_t start = 0;             // its place in a staging buffer (set by the reader)
+    uint64_t address = 0;           // its file address as H5Dget_chunk_info gives it (chunk_reader.cpp: the base)
 };
+
+// Closes an HDF5 identifier at scope exit.
+struct Id {
+    hid_t id;
+    herr_t (*close)(hid_t);
+    ~Id() {
+        if (id >= 0) close(id);
+    }
+};
+
+// "(z,y,x)": a chunk's element offset, for messages.
+std::string offset_text(const std::vector<uint64_t> &offset);
 
 // The chunks `dset` has stored (in HDF5's index order), and the grid indices of the chunks never written. False,
 // with `msg`, when HDF5 cannot list them.

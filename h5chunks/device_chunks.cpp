@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include "chunk_layout.h"
+#include "chunk_reader.h"
 #include "zbound_cd_internal.h"
 #include "zbound_h5chunks.h"
 
@@ -25,6 +26,7 @@ uint64_t window_bytes() {
     return v;
 }
 constexpr uint64_t kAlign = 256;                         // stream offsets in the staging buffers
+constexpr int kReadThreads = 8;   // pread threads for the stored chunks (16 cores: 8 read while the GPU works)
 
 // A failure with its status; caught at the entry points.
 struct Error {
@@ -109,12 +111,6 @@ void fill_pad(const ChunkLayout &lay, DeviceBuffer &pad, cudaStream_t s) {
     for (size_t i = 0; i < host.size(); i += vb) std::memcpy(&host[i], &lay.pad_bits, vb);   // little-endian host
     cuda_ok(cudaMemcpyAsync(pad.get(host.size()), host.data(), host.size(), cudaMemcpyHostToDevice, s), "pad upload");
     cuda_ok(cudaStreamSynchronize(s), "pad upload");
-}
-
-std::string offset_text(const std::vector<uint64_t> &off) {
-    std::string t = "(";
-    for (size_t i = 0; i < off.size(); ++i) t += (i ? "," : "") + std::to_string(off[i]);
-    return t + ")";
 }
 
 uint64_t window_chunks(const ChunkLayout &lay, uint64_t count) {
@@ -230,6 +226,7 @@ zb_status write_chunks(hid_t dset, const void *d_data, void *cuda_stream) {
 zb_status read_chunks(hid_t dset, void *d_data, void *cuda_stream) {
     ChunkLayout lay;
     prepare(dset, lay, cuda_stream);
+    ChunkReader reader(dset, kReadThreads);
     std::vector<StoredChunk> stored;
     std::vector<uint64_t> missing;
     std::string msg;
@@ -260,21 +257,13 @@ zb_status read_chunks(hid_t dset, void *d_data, void *cuda_stream) {
     auto read_window = [&](uint64_t k, int b) {
         uint8_t *h = host[b].get((size_t)room);
         uint64_t pos = 0;
-        for (uint64_t i = k * per; i < std::min(count, (k + 1) * per); ++i) {
-            StoredChunk &c = stored[i];
-            c.start = pos;
-            const std::vector<hsize_t> off(c.offset.begin(), c.offset.end());
-            uint32_t filters = 0;
-#if H5_VERSION_GE(2, 0, 0)
-            size_t nalloc = (size_t)c.size;
-            const herr_t st = H5Dread_chunk2(dset, H5P_DEFAULT, off.data(), &filters, h + pos, &nalloc);
-#else
-            const herr_t st = H5Dread_chunk(dset, H5P_DEFAULT, off.data(), &filters, h + pos);
-#endif
-            if (st < 0) throw Error{ZB_ERR_INTERNAL, "H5Dread_chunk failed for the chunk at " + offset_text(c.offset)};
-            c.mask = filters;
-            pos += aligned(c.size);
+        const uint64_t first = k * per, last = std::min(count, (k + 1) * per);
+        for (uint64_t i = first; i < last; ++i) {
+            stored[i].start = pos;
+            pos += aligned(stored[i].size);
         }
+        std::string why;
+        if (!reader.read(stored, (size_t)first, (size_t)last, h, why)) throw Error{ZB_ERR_INTERNAL, why};
         return pos;
     };
 

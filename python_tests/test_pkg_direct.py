@@ -104,6 +104,50 @@ def test_read_chunks_equals_h5py_read(tmp_path):
     assert np.all(got[48:64] == -5.5) and np.array_equal(got[64:80, 25:], raw_chunk)
 
 
+@pytest.mark.parametrize("userblock", [0, 512, 4096])
+def test_chunk_reader_gives_hdf5s_bytes(tmp_path, monkeypatch, userblock):
+    """The device read's chunk reader (zbound.direct._ChunkReader) gives read_direct_chunk's bytes and masks for
+    every chunk: by preadv at the chunks' addresses (pieces of 4 KiB on three threads) for a file open read-only,
+    with and without a user block, and through HDF5 for a file open for writing, the in-memory driver and
+    ZBOUND_CHUNK_PREAD=0; windows read in parts into places out of the chunks' order."""
+    from zbound.direct import _ChunkReader
+
+    a = _field((90, 64, 50), "f4", seed=9)
+    path = tmp_path / "reader.h5"
+    with h5py.File(path, "w", userblock_size=userblock) as f:
+        ds = f.create_dataset("x", shape=(100, 64, 50), dtype="f4", chunks=(10, 64, 50), **zbound.Filter(abs=1e-4))
+        ds[:90] = a
+        ds.id.write_direct_chunk((90, 0, 0), np.ones((10, 64, 50), "f4").tobytes(), filter_mask=1)
+    for mode, driver, env, direct in (("r", None, None, True), ("r+", None, None, False),
+                                      ("r", "core", None, False), ("r", None, "0", False)):
+        if env is None:
+            monkeypatch.delenv("ZBOUND_CHUNK_PREAD", raising=False)
+        else:
+            monkeypatch.setenv("ZBOUND_CHUNK_PREAD", env)
+        with h5py.File(path, mode, driver=driver) as f:
+            ds = f["x"]
+            reader = _ChunkReader(ds, threads=3)
+            reader._PIECE = 4096
+            assert (reader.fd is not None) == direct, (mode, driver, env)
+            infos = [ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks())]
+            assert len(infos) == 10
+            places, pos = {}, 0
+            for info in reversed(infos):
+                places[tuple(info.chunk_offset)] = pos
+                pos += int(info.size) + 7
+            buf = np.full(pos, 0xEE, np.uint8)
+            masks = []
+            for k in range(0, len(infos), 4):
+                part = infos[k:k + 4]
+                masks += reader.read(part, [places[tuple(i.chunk_offset)] for i in part], buf)
+            assert (reader.fd is not None) == direct   # the first chunk agreed both ways
+            for info, mask in zip(infos, masks):
+                want_mask, want = ds.id.read_direct_chunk(tuple(info.chunk_offset))
+                at = places[tuple(info.chunk_offset)]
+                assert mask == want_mask
+                assert buf[at:at + len(want)].tobytes() == want, (mode, driver, env, info.chunk_offset)
+
+
 def test_read_chunks_reports_a_corrupt_chunk(tmp_path):
     """A damaged stream among many chunks decoded at once: read_chunks raises the library's error for it (no hang,
     no partial result returned)."""

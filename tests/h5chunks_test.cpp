@@ -6,6 +6,8 @@
 //   chunks, chunks along several dims, rank 1 and 4, fill values, f32 and f64, in place and gathered, several
 //   windows), and zbound_h5_read_chunks_device gives H5Dread's values, unwritten and unfiltered chunks included.
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <random>
 #include <vector>
 #include "chunk_layout.h"
+#include "chunk_reader.h"
 #include "h5_test_util.h"
 #include "zbound_filter.h"
 #include "zbound_h5chunks.h"
@@ -127,6 +130,125 @@ Id make_dataset(hid_t file, const char *name, hid_t type, const std::vector<hsiz
     H5Pset_filter(dcpl, ZBOUND_H5Z_FILTER, H5Z_FLAG_MANDATORY, cd.size(), cd.data());
     if (fill) H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, fill);
     return Id(H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+}
+
+// ---------------------------------------------------------------- stored chunk bytes (HDF5, no GPU)
+
+// Every stored chunk of dset read by H5Dread_chunk, in list_chunks' order.
+std::vector<std::vector<uint8_t>> chunks_by_hdf5(hid_t dset, const std::vector<zbh5::StoredChunk> &stored) {
+    std::vector<std::vector<uint8_t>> out;
+    for (const zbh5::StoredChunk &c : stored) {
+        std::vector<hsize_t> off(c.offset.begin(), c.offset.end());
+        std::vector<uint8_t> bytes((size_t)c.size);
+        uint32_t filters = 0;
+        EXPECT_GE(H5Dread_chunk(dset, H5P_DEFAULT, off.data(), &filters, bytes.data()), 0) << error_stack();
+        out.push_back(std::move(bytes));
+    }
+    return out;
+}
+
+// A file of one zbound dataset "x" (100 x 64 x 50 float, 10 x 64 x 50 chunks, 9 of 10 written), with a user block of
+// `userblock` bytes.
+void write_chunked_file(const std::string &path, hsize_t userblock) {
+    Id fcpl(H5Pcreate(H5P_FILE_CREATE));
+    if (userblock) H5Pset_userblock(fcpl, userblock);
+    Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT));
+    ASSERT_TRUE(file.ok()) << error_stack();
+    const std::vector<hsize_t> dims{100, 64, 50}, chunk{10, 64, 50};
+    Id d = make_dataset(file, "x", H5T_NATIVE_FLOAT, dims, chunk, cd_words(ZB_MODE_ABS, 1e-3, 0, 0));
+    ASSERT_TRUE(d.ok()) << error_stack();
+    std::vector<float> v(90 * 64 * 50);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0.f, 1.f);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.001f * (float)i) + 0.01f * noise(rng);
+    const hsize_t start[3] = {0, 0, 0}, count[3] = {90, 64, 50};
+    Id mem(H5Screate_simple(3, count, nullptr)), space(H5Dget_space(d));
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+    ASSERT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, v.data()), 0) << error_stack();
+}
+
+// ChunkReader gives H5Dread_chunk's bytes for every chunk: by pread (three threads, pieces of 4 KiB) for a file
+// open read-only through the default driver, with and without a user block (addresses after it), and through
+// HDF5 for a file open for writing, for the in-memory driver and when ZBOUND_CHUNK_PREAD=0. Windows of chunks are
+// read in parts, as read_chunks does, into places that are not the chunks' order.
+TEST(ChunkReader, GivesHdf5sBytesEveryWay) {
+    const std::string path = h5t::temp_path("h5chunks_reader");
+    for (hsize_t userblock : {hsize_t(0), hsize_t(512), hsize_t(4096)}) {
+        write_chunked_file(path, userblock);
+        struct Way {
+            const char *name;
+            unsigned intent;
+            bool core, env_off, direct;
+        };
+        for (const Way &w : {Way{"read-only", H5F_ACC_RDONLY, false, false, true},
+                             Way{"read-write", H5F_ACC_RDWR, false, false, false},
+                             Way{"core driver", H5F_ACC_RDONLY, true, false, false},
+                             Way{"ZBOUND_CHUNK_PREAD=0", H5F_ACC_RDONLY, false, true, false}}) {
+            SCOPED_TRACE(std::string(w.name) + ", user block " + std::to_string(userblock));
+            Id fapl(H5Pcreate(H5P_FILE_ACCESS));
+            if (w.core) H5Pset_fapl_core(fapl, 1 << 20, 0);
+            Id file(H5Fopen(path.c_str(), w.intent, fapl));
+            ASSERT_TRUE(file.ok()) << error_stack();
+            Id d(H5Dopen2(file, "x", H5P_DEFAULT));
+            zbh5::ChunkLayout lay;
+            std::string msg;
+            ASSERT_TRUE(zbh5::read_layout(d, lay, msg)) << msg;
+            if (w.env_off) setenv("ZBOUND_CHUNK_PREAD", "0", 1);
+            zbh5::ChunkReader reader(d, 3, 4096);
+            unsetenv("ZBOUND_CHUNK_PREAD");
+            EXPECT_EQ(reader.direct(), w.direct);
+            std::vector<zbh5::StoredChunk> stored;
+            std::vector<uint64_t> missing;
+            ASSERT_TRUE(zbh5::list_chunks(d, lay, stored, missing, msg)) << msg;
+            ASSERT_EQ(stored.size(), 9u);
+            const auto expect = chunks_by_hdf5(d, stored);
+            // Chunks in reverse order in the buffer, 7 bytes apart; windows of 4, 4 and 1 chunks.
+            uint64_t pos = 0;
+            for (size_t i = stored.size(); i-- > 0;) {
+                stored[i].start = pos;
+                pos += stored[i].size + 7;
+            }
+            std::vector<uint8_t> buf((size_t)pos, 0xEE);
+            for (size_t b = 0; b < stored.size(); b += 4)
+                ASSERT_TRUE(reader.read(stored, b, std::min(stored.size(), b + 4), buf.data(), msg)) << msg;
+            EXPECT_EQ(reader.direct(), w.direct);   // the first chunk agreed both ways
+            for (size_t i = 0; i < stored.size(); ++i)
+                EXPECT_TRUE(std::equal(expect[i].begin(), expect[i].end(), buf.begin() + (long)stored[i].start))
+                    << "chunk " << zbh5::offset_text(stored[i].offset);
+        }
+    }
+    std::remove(path.c_str());
+}
+
+// A file cut short after HDF5 opened it: the chunks past its end are an error with a message, not zeros.
+TEST(ChunkReader, TruncatedFileIsAnError) {
+    const std::string path = h5t::temp_path("h5chunks_reader_cut");
+    write_chunked_file(path, 0);
+    Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    Id d(H5Dopen2(file, "x", H5P_DEFAULT));
+    zbh5::ChunkLayout lay;
+    std::string msg;
+    ASSERT_TRUE(zbh5::read_layout(d, lay, msg)) << msg;
+    zbh5::ChunkReader reader(d, 2, 4096);
+    ASSERT_TRUE(reader.direct());
+    std::vector<zbh5::StoredChunk> stored;
+    std::vector<uint64_t> missing;
+    ASSERT_TRUE(zbh5::list_chunks(d, lay, stored, missing, msg)) << msg;
+    uint64_t pos = 0, last_end = 0;
+    for (zbh5::StoredChunk &c : stored) {
+        c.start = pos;
+        pos += c.size;
+        last_end = std::max(last_end, c.address + c.size);
+    }
+    std::vector<uint8_t> buf((size_t)pos);
+    ASSERT_TRUE(reader.read(stored, 0, 1, buf.data(), msg)) << msg;   // the first chunk, checked both ways
+    ASSERT_EQ(truncate(path.c_str(), (off_t)(last_end - 100)), 0);
+    msg.clear();
+    EXPECT_FALSE(reader.read(stored, 1, stored.size(), buf.data(), msg));
+    EXPECT_NE(msg.find("short read"), std::string::npos) << msg;
+    d.reset();
+    file.reset();
+    std::remove(path.c_str());
 }
 
 TEST(DeviceChunks, RefusesDatasetsItCannotTake) {
