@@ -34,8 +34,10 @@ extern "C" {
  *  failed; the HDF5 error stack has its reason). */
 ZB_API zb_status zbound_h5_write_chunks_device(hid_t dset, const void *d_data, void *cuda_stream);
 
-/** Reads every stored chunk with H5Dread_chunk and decompresses it on the GPU into `d_data` (the whole dataset, C
- *  order). Chunks never written read as the fill value (0 when none is defined), chunks stored unfiltered (the
+/** Reads every stored chunk and decompresses it on the GPU into `d_data` (the whole dataset, C order). The stored
+ *  bytes come from H5Dread_chunk, or, for a file open read-only through HDF5's default POSIX driver, from pread at
+ *  the chunks' file addresses on several threads (the first chunk checked against H5Dread_chunk; ZBOUND_CHUNK_PREAD=0
+ *  turns this off). Chunks never written read as the fill value (0 when none is defined), chunks stored unfiltered (the
  *  filter declined them) as they are, as H5Dread would give them. `d_data` is complete when the call returns.
  *  Statuses as zbound_h5_write_chunks_device, plus ZB_ERR_CORRUPT / ZB_ERR_TRUNCATED for a stored chunk that is
  *  not a zbound stream of the dataset's chunk. */

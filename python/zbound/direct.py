@@ -120,7 +120,8 @@ def read_chunks(dset, out=None, backend="auto", device=False, threads=None):
     chunks HDF5 stored unfiltered (an optional filter declined them) are copied as they are. On the host, chunks
     are decoded by `threads` concurrent calls (default: all cores), each on one thread, or on several when there
     are fewer chunks than threads; on the GPU, in batches (zb_decompress_device_batch) while the next batch is
-    read from the file."""
+    read from the file (for a file open read-only through HDF5's default driver, by ``os.preadv`` at the chunks'
+    addresses on several threads; ZBOUND_CHUNK_PREAD=0 keeps ``H5Dread_chunk``)."""
     lay = _Layout(dset)
     if out is None:
         if device:
