@@ -68,13 +68,13 @@ bool range_of(const T *x, uint64_t n, int has_fill, uint64_t fill_bits, int thre
     using PartNoFill = void (*)(const T *, uint64_t, uint64_t, uint64_t, T *, T *, NoFill);
     const Part with_fill = simd_pick<Part>(range_part_base, range_part_avx2, range_part_avx512);
     const PartNoFill no_fill = simd_pick<PartNoFill>(range_part_base, range_part_avx2, range_part_avx512);
+    const Partition part{n, parts};
 #pragma omp parallel for num_threads(team_threads(threads, (uint64_t)parts)) reduction(min : lo) \
     reduction(max : hi) schedule(dynamic, 1)
     for (int r = 0; r < parts; ++r)
     {
-        const uint64_t begin = n * (uint64_t)r / (uint64_t)parts, end = n * (uint64_t)(r + 1) / (uint64_t)parts;
-        if (has_fill) with_fill(x, begin, end, fill_bits, &lo, &hi, WithFill{});
-        else no_fill(x, begin, end, fill_bits, &lo, &hi, NoFill{});
+        if (has_fill) with_fill(x, part.begin(r), part.begin(r + 1), fill_bits, &lo, &hi, WithFill{});
+        else no_fill(x, part.begin(r), part.begin(r + 1), fill_bits, &lo, &hi, NoFill{});
     }
     if (!(lo <= hi)) return false;
     vmin = (double)lo;

@@ -946,6 +946,7 @@ ZB_ALWAYS_INLINE void count_zeros_by_unit(const uint16_t *__restrict p, uint64_t
     }
 }
 ZB_SIMD_CLONES(count_zeros_by_unit)
+
 template <bool kRuns>
 void decode_sub_blocks(const uint8_t *bits, SubBlockCursor *c, const CodeTables &t) {
     auto all_active = [&] {
