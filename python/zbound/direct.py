@@ -281,8 +281,7 @@ class _ChunkReader:
                 self.fd = None
 
     def _hdf5(self, info, view):
-        mask, _ = self.dset.id.read_direct_chunk(tuple(info.chunk_offset), out=view)
-        return mask
+        self.dset.id.read_direct_chunk(tuple(info.chunk_offset), out=view)   # the mask is the chunk info's
 
     def _pread(self, at, view):
         while len(view):
