@@ -52,6 +52,13 @@ python3 tests/gpu_make_fields.py "$RUN/data" "$OUT/fields" > "$OUT/fields.log" 2
 
 "$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
 summary gpu_tests "$OUT/gpu_tests.log"
+# The fast encoder's one-pass form on every array (by default only arrays that fill the GPU take it), in walks of 1
+# and 3 tiles per block.
+for walk in 1 3; do
+    ZBOUND_GPU_WALK=$walk "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.*:-*LorenzoRatio*:*PointWise*' \
+        > "$OUT/gpu_walk$walk.log" 2>&1
+    summary "gpu_tests parity (walk $walk)" "$OUT/gpu_walk$walk.log"
+done
 "$RUN/bin/core_tests" > "$OUT/core_tests.log" 2>&1
 summary core_tests "$OUT/core_tests.log"
 "$RUN/bin/ratio_tests" > "$OUT/ratio_tests.log" 2>&1
@@ -157,6 +164,13 @@ summary "memcheck (h5chunks)" "$OUT/memcheck_h5chunks.log"
 timeout 90 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" --gtest_filter='GpuParity.SpecialValuesF32' \
     > "$OUT/racecheck.log" 2>&1
 summary racecheck "$OUT/racecheck.log"
+# The one-pass fast encoder's ring in shared memory, in walks of 3 tiles (every tile after the first reuses it).
+ZBOUND_GPU_WALK=3 timeout 120 compute-sanitizer --tool racecheck "$RUN/bin/gpu_tests" \
+    --gtest_filter='GpuParity.SpecialValuesF32:GpuParity.EscapesF32' > "$OUT/racecheck_walk.log" 2>&1
+summary "racecheck (walk 3)" "$OUT/racecheck_walk.log"
+ZBOUND_GPU_WALK=3 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_tests" \
+    --gtest_filter='GpuParity.SpecialValuesF32:GpuParity.EscapesF64:GpuParity.OutliersF32' > "$OUT/memcheck_walk.log" 2>&1
+summary "memcheck (walk 3)" "$OUT/memcheck_walk.log"
 # The ratio encoder's kernels with run tokens (block scan of the runs across threads, token decoder).
 timeout 180 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/ratio_tests" \
     --gtest_filter='RatioGpu.ParityRunTokens' > "$OUT/memcheck_runs.log" 2>&1

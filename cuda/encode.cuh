@@ -10,6 +10,8 @@
 //   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, 8 consecutive codes per thread) + 16-bit
 //             codes + bitshuffle (two 8x8 bit transposes per thread) + zero-block flags (written straight into
 //             segment 0) + per-tile counts
+//   (both in one pass, k_quantize_encode, where the q of a tile's neighbours fit in shared memory: blocks walk runs
+//   of tiles keeping the recent q in a ring; then q is not written, and the escaped deltas are kept for k_escapes)
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
 //   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap)
 //   k_fast_layout: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout), the
@@ -27,6 +29,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -319,7 +322,48 @@ __device__ __forceinline__ Neighbours load_neighbours(const uint32_t *__restrict
     return nb;
 }
 
-// ---- the fused tile kernel ---------------------------------------------------------------------------------------
+// ---- the tile kernels ------------------------------------------------------------------------------------------
+
+// Where a tile kernel reads q: GlobalQ from the array k_quantize wrote; RingQ from the ring of recent q in shared
+// memory that k_quantize_encode keeps (it holds every q that the tile's deltas read).
+struct GlobalQ {
+    const uint32_t *__restrict__ q;
+    __device__ __forceinline__ uint32_t at(uint64_t i) const { return q[i]; }
+    // Eight q from index i: two 16-byte loads where i is a multiple of 4 (Vec; q is 16-byte aligned), else eight
+    // 4-byte loads.
+    template <bool Vec> __device__ __forceinline__ void row8(uint64_t i, uint32_t (&v)[8]) const {
+        if constexpr (Vec) {
+            const uint4 lo = reinterpret_cast<const uint4 *>(q + i)[0], hi = reinterpret_cast<const uint4 *>(q + i)[1];
+            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = q[i + k];
+        }
+    }
+};
+struct RingQ {
+    const uint32_t *ring;
+    int32_t size;     // entries: a multiple of kTileCodes, at least the lookback and a tile
+    int32_t base;     // the ring entry of the current tile's first index, tile_start
+    uint64_t tile_start;
+    // Indices from tile_start - lookback to the tile's end: the entry base + (i - tile_start), wrapped.
+    __device__ __forceinline__ int32_t entry(uint64_t i) const {
+        const int32_t p = base + (int32_t)(i - tile_start);  // base + 2047 < size: only below 0 can it wrap
+        return p < 0 ? p + size : p;
+    }
+    __device__ __forceinline__ uint32_t at(uint64_t i) const { return ring[entry(i)]; }
+    // Vec: i is a multiple of 4, so each group of four lies in one 16-byte entry of the ring.
+    template <bool Vec> __device__ __forceinline__ void row8(uint64_t i, uint32_t (&v)[8]) const {
+        if constexpr (Vec) {
+            const uint4 lo = *reinterpret_cast<const uint4 *>(ring + entry(i));
+            const uint4 hi = *reinterpret_cast<const uint4 *>(ring + entry(i + 4));
+            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = at(i + k);
+        }
+    }
+};
 
 // The q a thread's 8 consecutive values need, value k at linear index e + k: a = q at (z, y, x), up at (z, y-1, x),
 // bk at (z-1, y, x), bu at (z-1, y-1, x), each 0 where that point is outside the array or the Lorenzo segment
@@ -332,22 +376,11 @@ struct Rows8 {
     EarlierLines first;
 };
 
-// Eight q from p: two 16-byte loads where p is 16-byte aligned (Vec), else eight 4-byte loads.
-template <bool Vec> __device__ __forceinline__ void load8(const uint32_t *__restrict__ p, uint32_t (&v)[8]) {
-    if constexpr (Vec) {
-        const uint4 lo = reinterpret_cast<const uint4 *>(p)[0], hi = reinterpret_cast<const uint4 *>(p)[1];
-        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-    } else {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) v[k] = p[k];
-    }
-}
-
-// Fills r for the values e .. e+7. Common case (all 8 exist and lie in one row, rank 1: one segment): one set of
-// neighbour conditions, rows loaded 8 at a time (16-byte loads of the rows above and before when VecRows, i.e.
-// nx % 4 == 0, so that they are aligned too). Otherwise each value's own coordinates and 4-byte loads.
-template <int Rank, bool VecRows>
-__device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const Dims &dm, uint64_t e, Rows8 &r) {
+// Fills r for the values e .. e+7 (e a multiple of 8) from src. Common case (all 8 exist and lie in one row, rank 1:
+// one segment): one set of neighbour conditions, rows read 8 at a time (16-byte loads of the rows above and before
+// when VecRows, i.e. nx % 4 == 0, so that they are aligned too). Otherwise each value's own coordinates.
+template <int Rank, bool VecRows, class Src>
+__device__ __forceinline__ void load_rows8(const Src &src, const Dims &dm, uint64_t e, Rows8 &r) {
     const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
     int64_t z, y, xx;
     coords<Rank>(dm, e, z, y, xx);
@@ -356,13 +389,13 @@ __device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const
         r.first = earlier_lines<Rank>(dm, z, y);
         r.valid = 0xFFu;
         r.left = xx > 0 ? 0xFFu : 0xFEu;
-        load8<true>(q + e, r.a);
+        src.template row8<true>(e, r.a);
 #pragma unroll
         for (int k = 0; k < 8; ++k) r.up[k] = r.bk[k] = r.bu[k] = 0;
-        if (r.first.up) load8<VecRows>(q + e - nx, r.up);
+        if (r.first.up) src.template row8<VecRows>(e - nx, r.up);
         if (r.first.back) {
-            load8<VecRows>(q + e - nxy, r.bk);
-            if (r.first.up) load8<VecRows>(q + e - nxy - nx, r.bu);
+            src.template row8<VecRows>(e - nxy, r.bk);
+            if (r.first.up) src.template row8<VecRows>(e - nxy - nx, r.bu);
         }
         return;
     }
@@ -376,76 +409,235 @@ __device__ __forceinline__ void load_rows8(const uint32_t *__restrict__ q, const
         if (k == 0) r.first = l;
         r.valid |= 1u << k;
         if (xx > 0) r.left |= 1u << k;
-        r.a[k] = q[i];
-        if (l.up) r.up[k] = q[i - nx];
+        r.a[k] = src.at(i);
+        if (l.up) r.up[k] = src.at(i - nx);
         if (l.back) {
-            r.bk[k] = q[i - nxy];
-            if (l.up) r.bu[k] = q[i - nxy - nx];
+            r.bk[k] = src.at(i - nxy);
+            if (l.up) r.bu[k] = src.at(i - nxy - nx);
         }
     }
 }
 
+// The x-1 neighbours of value 0 (index e-1): value 7's rows of the thread before, by warp shuffles; lane 0 reads
+// them from src where they exist. Called by whole warps.
+struct FirstLeft {
+    uint32_t a = 0, up = 0, bk = 0, bu = 0;
+};
+template <int Rank, class Src>
+__device__ __forceinline__ FirstLeft first_left(const Src &src, const Dims &dm, uint64_t e, const Rows8 &r) {
+    FirstLeft p;
+    p.a = __shfl_up_sync(kFullMask, r.a[7], 1);
+    if constexpr (Rank >= 2) p.up = __shfl_up_sync(kFullMask, r.up[7], 1);
+    if constexpr (Rank == 3) {
+        p.bk = __shfl_up_sync(kFullMask, r.bk[7], 1);
+        p.bu = __shfl_up_sync(kFullMask, r.bu[7], 1);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        p = FirstLeft{};
+        if (r.left & 1) {
+            const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
+            p.a = src.at(e - 1);
+            if (r.first.up) p.up = src.at(e - 1 - nx);
+            if (r.first.back) {
+                p.bk = src.at(e - 1 - nxy);
+                if (r.first.up) p.bu = src.at(e - 1 - nxy - nx);
+            }
+        }
+    }
+    return p;
+}
+
+// The 16-bit codes of values e .. e+7 into w (two per word, w zeroed by the caller); returns the bits of the escaped
+// ones (bit k: value e+k). Keep: their deltas are also stored at escd[e + k] (k_quantize_encode, which keeps no q
+// for k_escapes to compute them again from). kInside: all 8 values exist and values 1..7 have their x-1 neighbour
+// (every thread but those at a row's or the array's end), so no per-value tests.
+template <int Rank, bool kInside, bool Keep>
+__device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, uint32_t (&w)[4],
+                                           int32_t *__restrict__ escd, uint64_t e) {
+    uint32_t escaped = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const bool has_left = (kInside && k > 0) || ((r.left >> k) & 1);
+        Neighbours nb;
+        nb.n000 = r.a[k];
+        nb.n010 = r.up[k];
+        nb.n100 = r.bk[k];
+        nb.n110 = r.bu[k];
+        nb.n001 = has_left ? (k ? r.a[k > 0 ? k - 1 : 0] : p.a) : 0u;
+        nb.n011 = has_left ? (k ? r.up[k > 0 ? k - 1 : 0] : p.up) : 0u;
+        nb.n101 = has_left ? (k ? r.bk[k > 0 ? k - 1 : 0] : p.bk) : 0u;
+        nb.n111 = has_left ? (k ? r.bu[k > 0 ? k - 1 : 0] : p.bu) : 0u;
+        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for.
+        const bool valid = kInside || ((r.valid >> k) & 1);
+        const int32_t d = delta_from<Rank>(nb, 0, 0, 0);
+        const uint32_t code = valid ? delta_to_code(d) : 0u;
+        const bool esc = code == kEscapeCode;
+        escaped |= (uint32_t)esc << k;
+        if constexpr (Keep) {
+            if (esc) escd[e + k] = d;
+        }
+        w[k >> 1] |= code << (16 * (k & 1));
+    }
+    return escaped;
+}
+template <int Rank, bool Keep>
+__device__ __forceinline__ uint32_t tile_codes(const Rows8 &r, const FirstLeft &p, uint32_t (&w)[4],
+                                               int32_t *__restrict__ escd, uint64_t e) {
+    if (r.valid == 0xFFu && (r.left | 1u) == 0xFFu) return codes8<Rank, true, Keep>(r, p, w, escd, e);
+    return codes8<Rank, false, Keep>(r, p, w, escd, e);
+}
+
 // One block of 256 threads per tile of 2048 codes, thread j the codes 8j .. 8j+7 (linear index e = tile start +
-// 8j): its values and rows of neighbours are loaded 8 at a time (load_rows8), the x-1 neighbours of value 0 come
-// from thread j-1's value 7 (a warp shuffle; lane 0 loads them), and the 8 codes, computed in registers, are
-// bitshuffled by store_tile. (The previous form, lane l taking code 32g + l of 8 groups, loaded every q with its own
-// 4-byte load and moved the codes through shared memory: about 110 instructions per value.)
+// 8j) from the q array: its values and rows of neighbours are loaded 8 at a time (load_rows8), the x-1 neighbours of
+// value 0 come from thread j-1's value 7 (first_left), and the 8 codes, computed in registers, are bitshuffled by
+// store_tile. (The previous form, lane l taking code 32g + l of 8 groups, loaded every q with its own 4-byte load
+// and moved the codes through shared memory: about 110 instructions per value.)
 // Outputs (store_tile): flags (segment 0 of the payload, 8 words per tile), dense[tile * 256 + block] for non-zero
 // blocks only, counts[tile] = {non-zero blocks, escapes, exceptions, 0}.
 template <int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads)
 k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, uint4 *__restrict__ dense,
          uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
-    const int lane = threadIdx.x & 31;
     const uint64_t t = blockIdx.x, e = t * kTileCodes + 8 * (uint64_t)threadIdx.x;
+    const GlobalQ src{q};
     Rows8 r;
-    load_rows8<Rank, VecRows>(q, dm, e, r);
-    // x-1 neighbours of value 0 (index e-1): value 7 of the thread before; lane 0 loads them where they exist.
-    uint32_t pa = __shfl_up_sync(kFullMask, r.a[7], 1), pu = 0, pb = 0, pbu = 0;
-    if constexpr (Rank >= 2) pu = __shfl_up_sync(kFullMask, r.up[7], 1);
-    if constexpr (Rank == 3) {
-        pb = __shfl_up_sync(kFullMask, r.bk[7], 1);
-        pbu = __shfl_up_sync(kFullMask, r.bu[7], 1);
+    load_rows8<Rank, VecRows>(src, dm, e, r);
+    const FirstLeft p = first_left<Rank>(src, dm, e, r);
+    uint32_t w[4] = {0, 0, 0, 0};
+    const uint32_t escaped = tile_codes<Rank, false>(r, p, w, nullptr, e);
+    store_tile(w, (uint32_t)__popc(escaped), tile_exception_share(mwords, t), t, dense, flags, counts);
+}
+
+// ---- quantization and the tile kernel in one pass ----------------------------------------------------------------
+
+// Bits of 8 values per lane (bit k of byte8: value 8 * lane + k) as a warp's 8 words of a bit string: lanes
+// 4m .. 4m+3 make word m, which lane 4m gets (as the other three). Called by whole warps.
+__device__ __forceinline__ uint32_t warp_words_of_bytes(uint32_t byte8, int lane) {
+    uint32_t word = byte8 << (8 * (lane & 3));
+    word |= __shfl_xor_sync(kFullMask, word, 1);
+    word |= __shfl_xor_sync(kFullMask, word, 2);
+    return word;
+}
+
+// Eight values of x from index i (a multiple of 8), zero past n; 16-byte loads where x is 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void load8x(const T *__restrict__ x, uint64_t i, uint64_t n, bool aligned, T (&v)[8]) {
+    T lo[4], hi[4];
+    if (aligned) {
+        load4<T, true>(x, i, n, lo);
+        load4<T, true>(x, i + 4, n, hi);
+    } else {
+        load4<T, false>(x, i, n, lo);
+        load4<T, false>(x, i + 4, n, hi);
     }
-    if (lane == 0) {
-        pa = pu = pb = pbu = 0;
-        if (r.left & 1) {
-            const uint64_t nx = dm.nx, nxy = dm.nx * dm.ny;
-            pa = q[e - 1];
-            if (r.first.up) pu = q[e - 1 - nx];
-            if (r.first.back) {
-                pb = q[e - 1 - nxy];
-                if (r.first.up) pbu = q[e - 1 - nxy - nx];
-            }
-        }
-    }
-    uint32_t w[4] = {0, 0, 0, 0}, esc = 0;
-    // The codes, compiled twice: where all 8 values exist and values 1..7 have their x-1 neighbour (every thread
-    // but those at a row's or the array's end) without the per-value tests.
-    auto codes = [&](auto all_inside) {
-        constexpr bool kInside = decltype(all_inside)::value;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const bool has_left = (kInside && k > 0) || ((r.left >> k) & 1);
-            Neighbours nb;
-            nb.n000 = r.a[k];
-            nb.n010 = r.up[k];
-            nb.n100 = r.bk[k];
-            nb.n110 = r.bu[k];
-            nb.n001 = has_left ? (k ? r.a[k > 0 ? k - 1 : 0] : pa) : 0u;
-            nb.n011 = has_left ? (k ? r.up[k > 0 ? k - 1 : 0] : pu) : 0u;
-            nb.n101 = has_left ? (k ? r.bk[k > 0 ? k - 1 : 0] : pb) : 0u;
-            nb.n111 = has_left ? (k ? r.bu[k > 0 ? k - 1 : 0] : pbu) : 0u;
-            // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for.
-            const bool valid = kInside || ((r.valid >> k) & 1);
-            const uint32_t code = valid ? delta_to_code(delta_from<Rank>(nb, 0, 0, 0)) : 0u;
-            esc += code == kEscapeCode;
-            w[k >> 1] |= code << (16 * (k & 1));
-        }
-    };
-    if (r.valid == 0xFFu && (r.left | 1u) == 0xFFu) codes(std::true_type{});
-    else codes(std::false_type{});
-    store_tile(w, esc, t, mwords, dense, flags, counts);
+    for (int k = 0; k < 4; ++k) v[k] = lo[k], v[k + 4] = hi[k];
+}
+
+// How k_quantize_encode covers an array: each block walks `tiles_per_block` consecutive tiles, keeping the q of the
+// last `ring` indices in shared memory, which must hold the `lookback` indices before a tile (the farthest neighbour
+// of a Lorenzo delta: rank 3 nx*ny + nx + 1 back, rank 2 nx + 1, rank 1 one) and the tile itself. A block starts by
+// quantizing the lookback before its first tile (values its predecessor quantizes too: the same q), so that a walk
+// should be long against the lookback; and the blocks should fill the GPU several times over.
+struct WalkPlan {
+    uint64_t lookback = 0;
+    uint32_t ring = 0;  // entries, a multiple of kTileCodes; 0: the two-pass form is used
+    uint64_t tiles_per_block = 0;
+    unsigned blocks = 0;
+    size_t shared_bytes() const { return (size_t)ring * 4; }
+};
+// At most 48 KiB of ring: with store_tile's 4 KiB, four blocks per SM, as many as k_quantize_encode's 64 registers
+// per thread allow. (A ring of a power of 2 entries, 64 KiB for TREFHT's 128 x 64 planes, left three.)
+constexpr uint32_t kMaxRing = 12288;
+
+// ZBOUND_GPU_WALK: unset, the plan below; "0" the two-pass form (k_quantize, then k_encode) for comparisons; a
+// number of tiles per block otherwise.
+inline long walk_env() {
+    static const long v = [] {
+        const char *e = std::getenv("ZBOUND_GPU_WALK");
+        return e ? std::strtol(e, nullptr, 10) : -1L;
+    }();
+    return v;
+}
+
+inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_count) {
+    WalkPlan wp;
+    const long env = walk_env();
+    if (env == 0) return wp;
+    wp.lookback = rank == 3 ? dm.nx * dm.ny + dm.nx + 1 : rank == 2 ? dm.nx + 1 : 1;
+    const uint64_t ring = (div_up(wp.lookback, kTileCodes) + 1) * kTileCodes;
+    if (ring > kMaxRing) return wp;
+    // Walks long enough that the lookback adds at most an eighth to the values quantized, and at least one wave of
+    // such walks (four blocks per SM); else the two-pass form, which has no lookback to pay. Rows whose length is
+    // not a multiple of 4 take 4-byte ring reads, each wrapped on its own: then the two passes were as fast (1 GB of
+    // gmt_geoid, 601 columns: 539-558 GB/s walking, 551 not). Five waves: walks of 48 tiles at 1 GB (16 to 124
+    // measured, H200: 618-631 GB/s, 48 the best).
+    const uint64_t min_walk = div_up(8 * wp.lookback, kTileCodes);
+    const uint64_t wave = 4 * (uint64_t)std::max(sm_count, 1);
+    if (env < 0 && (ntiles < min_walk * wave || (rank >= 2 && dm.nx % 4 != 0))) return wp;
+    wp.ring = (uint32_t)ring;
+    wp.tiles_per_block = env > 0 ? (uint64_t)env : std::max(min_walk, div_up(ntiles, 5 * wave));
+    wp.blocks = (unsigned)div_up(ntiles, wp.tiles_per_block);
+    return wp;
+}
+
+// Quantization, Lorenzo deltas, codes and the tile's bitshuffle in one pass: k_quantize's and k_encode's outputs
+// (mask words, flags, non-zero blocks, counts), without writing q or reading it back (those were 2 of the 3.3
+// bytes moved per input byte of the two-pass form). Block b walks tiles [b * R, (b + 1) * R) (R = tiles_per_block),
+// thread j values 8j .. 8j+7 of each: their x (loaded one tile ahead) quantized into the ring, a barrier, then the
+// neighbours read from the ring and store_tile as k_encode. Escaped codes: bits in escbits (laid out as the mask
+// words) and deltas at escd[index], for k_escapes_kept.
+// x's alignment and the constants' place (d_qp: REL, from k_rel_params) are arguments, not template parameters:
+// the same for every thread, they cost a branch where k_quantize's four forms cost compile time.
+template <typename T, int Rank, bool VecRows>
+__global__ void __launch_bounds__(kTileThreads)
+k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const QuantParams *__restrict__ d_qp, Dims dm,
+                  uint64_t ntiles, uint64_t tiles_per_block, uint64_t lookback, uint32_t ring_size,
+                  uint32_t *__restrict__ mwords, uint32_t *__restrict__ escbits, int32_t *__restrict__ escd,
+                  uint4 *__restrict__ dense, uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+    extern __shared__ uint4 ring4[];
+    uint32_t *ring = reinterpret_cast<uint32_t *>(ring4);
+    const int j = threadIdx.x, lane = j & 31;
+    const uint64_t n = dm.n, t0 = (uint64_t)blockIdx.x * tiles_per_block;
+    const uint64_t t1 = t0 + tiles_per_block < ntiles ? t0 + tiles_per_block : ntiles;
+    T v[8];
+    load8x<T>(x, t0 * kTileCodes + 8 * (uint64_t)j, n, aligned, v);
+    if (d_qp) qp = *d_qp;
+    // The lookback before the first tile (start <= n: t0 < ntiles).
+    const uint64_t start = t0 * kTileCodes, lo = start > lookback ? start - lookback : 0;
+    RingQ src{ring, (int32_t)ring_size, 0, start};
+    for (uint64_t i = lo + j; i < start; i += kTileThreads) {
+        int32_t qi;
+        (void)quantize<T>(x[i], qp, qi);
+        ring[src.entry(i)] = (uint32_t)qi;
+    }
+    for (uint64_t t = t0; t < t1; ++t) {
+        const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+        int32_t qi[8];
+        uint32_t exc = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (!quantize<T>(v[k], qp, qi[k])) exc |= 1u << k;
+        exc &= existing_bits(e, 8, n);
+        if (t + 1 < t1) load8x<T>(x, e + kTileCodes, n, aligned, v);  // the next tile's, in flight meanwhile
+        uint4 *slot = reinterpret_cast<uint4 *>(ring + src.base + 8 * j);
+        slot[0] = make_uint4((uint32_t)qi[0], (uint32_t)qi[1], (uint32_t)qi[2], (uint32_t)qi[3]);
+        slot[1] = make_uint4((uint32_t)qi[4], (uint32_t)qi[5], (uint32_t)qi[6], (uint32_t)qi[7]);
+        const uint32_t exc_word = warp_words_of_bytes(exc, lane);
+        if ((lane & 3) == 0) mwords[t * 64 + (uint64_t)(j >> 2)] = exc_word;
+        __syncthreads();  // the tile's q in the ring; the last tile's store_tile ended all reads of what it replaces
+        Rows8 r;
+        load_rows8<Rank, VecRows>(src, dm, e, r);
+        const FirstLeft p = first_left<Rank>(src, dm, e, r);
+        uint32_t w[4] = {0, 0, 0, 0};
+        const uint32_t escaped = tile_codes<Rank, true>(r, p, w, escd, e);
+        const uint32_t esc_word = warp_words_of_bytes(escaped, lane);
+        if ((lane & 3) == 0) escbits[t * 64 + (uint64_t)(j >> 2)] = esc_word;
+        store_tile(w, (uint32_t)__popc(escaped), (uint32_t)__popc(exc), t, dense, flags, counts);
+        src.tile_start += kTileCodes;
+        src.base += kTileCodes;
+        if (src.base == src.size) src.base = 0;
+    }
 }
 
 // ---- escapes -----------------------------------------------------------------------------------------------------
@@ -477,6 +669,28 @@ k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ cou
         run += total;
         __syncthreads();  // tmp is reused by the next round
     }
+}
+
+// Escapes of k_quantize_encode, which keeps no q: tiles with escapes append the escaped deltas it stored at
+// escd[index] (escbits, laid out as the mask words, says which) in index order at the tile's offset; thread j takes
+// values 8j .. 8j+7.
+__global__ void __launch_bounds__(kTileThreads)
+k_escapes_kept(const uint32_t *__restrict__ escbits, const int32_t *__restrict__ escd, const uint4 *__restrict__ counts,
+               const uint4 *__restrict__ offs, uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w) {
+    using Scan = cub::BlockScan<uint32_t, kTileThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    const uint64_t t = blockIdx.x;
+    if (w->status != kLayoutOk || counts[t].y == 0) return;
+    const int j = threadIdx.x;
+    const uint32_t bits = (escbits[t * 64 + (uint64_t)(j >> 2)] >> (8 * (j & 3))) & 0xFFu;
+    uint32_t rank, unused;
+    Scan(tmp).ExclusiveSum((uint32_t)__popc(bits), rank, unused);
+    int32_t *out = reinterpret_cast<int32_t *>(pay + w->off[kSegEscapes]);  // 4-byte aligned: see encode_impl
+    uint64_t pos = offs[t].y + rank;
+    const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if ((bits >> k) & 1) out[pos++] = escd[e + k];
 }
 
 // ---- exceptions --------------------------------------------------------------------------------------------------
@@ -631,6 +845,35 @@ inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint
         default: k_escapes<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
     }
     ZB_LAUNCHED("k_escapes");
+}
+
+// The form of k_quantize_encode for the rank and row alignment (as launch_encode's).
+template <typename T>
+inline auto quantize_encode_kernel(int rank, const Dims &dm) {
+    const bool vec = dm.nx % 4 == 0;
+    return rank == 1 ? k_quantize_encode<T, 1, false>
+           : rank == 2 ? (vec ? k_quantize_encode<T, 2, true> : k_quantize_encode<T, 2, false>)
+                       : (vec ? k_quantize_encode<T, 3, true> : k_quantize_encode<T, 3, false>);
+}
+
+// A kernel that uses more than 48 KiB of shared memory, static (store_tile's) and dynamic together, must say so
+// first (outside a graph capture).
+template <typename T>
+inline void allow_walk_ring(const WalkPlan &wp, int rank, const Dims &dm) {
+    if (wp.ring)
+        ZB_CUDA(cudaFuncSetAttribute(quantize_encode_kernel<T>(rank, dm), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)wp.shared_bytes()));
+}
+
+template <typename T>
+inline void launch_quantize_encode(const WalkPlan &wp, int rank, cudaStream_t s, const T *x, const QuantParams &qp,
+                                   const QuantParams *d_qp, const Dims &dm, uint64_t ntiles, uint32_t *mwords,
+                                   uint32_t *escbits, int32_t *escd, uint4 *dense, uint32_t *flags, uint4 *counts) {
+    const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    quantize_encode_kernel<T>(rank, dm)<<<wp.blocks, kTileThreads, wp.shared_bytes(), s>>>(
+        x, aligned, qp, d_qp, dm, ntiles, wp.tiles_per_block, wp.lookback, wp.ring, mwords, escbits, escd, dense,
+        flags, counts);
+    ZB_LAUNCHED("k_quantize_encode");
 }
 
 // The header written by the host with zero counts and checksums, as a kernel argument (k_fast_layout): a graph of the
@@ -971,9 +1214,14 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- main arena: input (host API), tile buffers, payload, scan temporaries
     size_t scan_bytes = 0;
     exclusive_sum4(nullptr, scan_bytes, nullptr, nullptr, ntiles, s);
+    const Dims dm = make_dims(shape);
+    // Quantization and codes in one pass where the ring fits (k_quantize_encode; q then holds escaped deltas only),
+    // else k_quantize and k_encode.
+    const WalkPlan wp = walk_plan(dm, shape.rank, ntiles, c.sm_count);
+    allow_walk_ring<T>(wp, shape.rank, dm);
     struct {
         T *x;
-        uint32_t *q;
+        uint32_t *q, *escbits;
         uint4 *dense;
         uint32_t *mwords;
         uint4 *counts, *offs;
@@ -987,6 +1235,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.q = cv.take<uint32_t>(n);
         b.dense = cv.take<uint4>(ntiles * 256);
         b.mwords = cv.take<uint32_t>(ntiles * 64);
+        b.escbits = cv.take<uint32_t>(wp.ring ? ntiles * 64 : 0);
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
         b.w = cv.take<EncodeWords>(1);
@@ -1005,7 +1254,6 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     EncodeWords *w = b.w;
     const bool rel = p.mode == ZB_MODE_REL;
     const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_rel_params)
-    const Dims dm = make_dims(shape);
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
     uint8_t *pay = b.payload;
 
@@ -1028,20 +1276,25 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
     auto queue_codes = [&](cudaStream_t q) {
         if (rel) launch_range(c, x, n, p, w->keys, q, timer);
-        timer.begin("quantize");
-        const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
-        const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+        timer.begin(wp.ring ? "quantize+encode" : "quantize");
         if (rel) {
             k_rel_params<<<1, 1, 0, q>>>(w->keys, p.bound, p.has_fill, p.fill_bits, &w->qp);
             ZB_LAUNCHED("k_rel_params");
         }
-        auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
-                                   : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
-        quantize_kernel<<<qblocks, 256, 0, q>>>(x, n, qp, &w->qp, b.q, b.mwords);
-        ZB_LAUNCHED("k_quantize");
-        timer.end();
-        timer.begin("encode");
-        launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
+        if (wp.ring) {
+            launch_quantize_encode<T>(wp, shape.rank, q, x, qp, rel ? &w->qp : nullptr, dm, ntiles, b.mwords,
+                                      b.escbits, reinterpret_cast<int32_t *>(b.q), b.dense, code_flags, b.counts);
+        } else {
+            const unsigned qblocks = (unsigned)(ntiles * (kTileCodes / 1024));   // 1024 values per block of 256 threads
+            const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+            auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
+                                       : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
+            quantize_kernel<<<qblocks, 256, 0, q>>>(x, n, qp, &w->qp, b.q, b.mwords);
+            ZB_LAUNCHED("k_quantize");
+            timer.end();
+            timer.begin("encode");
+            launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
+        }
         size_t tb = scan_bytes;
         exclusive_sum4(b.temp, tb, b.counts, b.offs, ntiles, q);
         const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
@@ -1068,7 +1321,13 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                        reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, pay, &w->off[kSegCodeBlocks],
                        &w->len[kSegCodeBlocks], &w->status, known ? sparse_copy_form(nblocks, tot[0], blocks_at) : 0,
                        q);
-        if (!known || tot[1]) launch_escapes(shape.rank, ntiles, q, b.q, dm, b.counts, b.offs, pay, w);
+        if ((!known || tot[1]) && wp.ring) {
+            k_escapes_kept<<<(unsigned)ntiles, kTileThreads, 0, q>>>(b.escbits, reinterpret_cast<const int32_t *>(b.q),
+                                                                      b.counts, b.offs, pay, w);
+            ZB_LAUNCHED("k_escapes_kept");
+        } else if (!known || tot[1]) {
+            launch_escapes(shape.rank, ntiles, q, b.q, dm, b.counts, b.offs, pay, w);
+        }
         br.join(3);
         timer.end();
         timer.begin("crc");

@@ -116,15 +116,23 @@ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint32_t (&plan
     transpose8x8_halves(planes[2], planes[3]);
 }
 
+// A thread's share of tile t's exception count for store_tile, from the tile's 64 mask words: lanes 0-7 of warp w
+// count words 8w .. 8w+7 (the values of the warp's 256 codes).
+__device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restrict__ mwords, uint64_t t) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    return lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u;
+}
+
 // The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per
-// tile: thread j holds the tile's codes 8j .. 8j+7 (two per word of w) and its count of escape codes. Bitshuffles
-// the codes (byte j of each of the 16 planes stored in shared memory), then each thread tests one 16-byte block.
-// Writes the tile's zero-block flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 +
-// block] (zero blocks are never read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes,
-// exceptions (bits of the tile's 64 mask words), 0}.
-__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint64_t t,
-                                           const uint32_t *__restrict__ mwords, uint4 *__restrict__ dense,
-                                           uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+// tile: thread j holds the tile's codes 8j .. 8j+7 (two per word of w), its count of escape codes and its share of
+// the tile's exceptions (tile_exception_share, or its own values' count). Bitshuffles the codes (byte j of each of
+// the 16 planes stored in shared memory), then each thread tests one 16-byte block. Writes the tile's zero-block
+// flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 + block] (zero blocks are never
+// read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers;
+// a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
+__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
+                                           uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
+                                           uint4 *__restrict__ counts) {
     __shared__ uint4 tile4[kTileWords / 4];
     __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
@@ -133,7 +141,7 @@ __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc,
     shuffle8(w, planes);
 #pragma unroll
     for (int p = 0; p < 16; ++p) tile[p * 256 + j] = (uint8_t)(planes[p >> 2] >> (8 * (p & 3)));
-    const uint32_t exc = __reduce_add_sync(kFullMask, lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u);
+    exc = __reduce_add_sync(kFullMask, exc);
     esc = __reduce_add_sync(kFullMask, esc);
     if (lane == 0) {
         w_exc[warp] = exc;

@@ -257,7 +257,7 @@ k_code_tiles(const uint16_t *__restrict__ codes, const uint32_t *__restrict__ mw
     const uint64_t t = blockIdx.x;
     const uint4 v = reinterpret_cast<const uint4 *>(codes + t * kTileCodes)[threadIdx.x];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    store_tile(w, 0, t, mwords, dense, flags, counts);
+    store_tile(w, 0, tile_exception_share(mwords, t), t, dense, flags, counts);
 }
 
 // The ratio encoder's stand-in for k_code_tiles' counts: counts[tile] = {0, 0, exceptions in the tile, 0}.

@@ -32,3 +32,10 @@ if(Python3_FOUND)
             ${CMAKE_CURRENT_BINARY_DIR}/gpu_fields
     COMMENT "Extracting the real fields for the GPU tests")
 endif()
+
+# The fast encoder's one-pass form (k_quantize_encode, encode.cuh) on every array, in walks of 1 and 3 tiles per
+# block: by default only arrays that fill the GPU with long walks take it, the test arrays mostly the two passes.
+foreach(walk 1 3)
+  add_test(NAME GpuParityWalk${walk} COMMAND gpu_tests "--gtest_filter=GpuParity.*:-*LorenzoRatio*:*PointWise*")
+  set_tests_properties(GpuParityWalk${walk} PROPERTIES ENVIRONMENT ZBOUND_GPU_WALK=${walk} TIMEOUT 1200)
+endforeach()
