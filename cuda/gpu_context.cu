@@ -391,6 +391,7 @@ void KernelTimer::mark(const char *name) {
 }
 
 void KernelTimer::begin(const char *name) {
+    mark(name);  // host marks (ZBOUND_GPU_TIMING=host) at each region's start as well
     if (!events_ || open_ || used_ >= kTimerEvents) return;  // past the last pair the remaining work is not timed
     ZB_CUDA(cudaEventRecord(c_.timer[2 * used_], s_));
     names_[used_] = name;
