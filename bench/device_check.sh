@@ -171,6 +171,20 @@ summary "racecheck (walk 3)" "$OUT/racecheck_walk.log"
 ZBOUND_GPU_WALK=3 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/gpu_tests" \
     --gtest_filter='GpuParity.SpecialValuesF32:GpuParity.EscapesF64:GpuParity.OutliersF32' > "$OUT/memcheck_walk.log" 2>&1
 summary "memcheck (walk 3)" "$OUT/memcheck_walk.log"
+# gpu_tests under a sanitizer: sanitize TOOL LOG FILTER [VAR=VALUE..] (memcheck exits 1 on an error).
+sanitize() {
+    local tool=$1 log=$2 filter=$3; shift 3
+    local opts=(--tool "$tool"); [ "$tool" = memcheck ] && opts+=(--error-exitcode 1)
+    env "$@" timeout 150 compute-sanitizer "${opts[@]}" "$RUN/bin/gpu_tests" --gtest_filter="$filter" \
+        > "$OUT/$log.log" 2>&1
+    summary "$log" "$OUT/$log.log"
+}
+# The decoder's z walk cut into parts (sums, their scan, apply) and the exceptions placed by one thread block (a few
+# corruptions: each decode is slow under the sanitizers).
+sanitize racecheck racecheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF32' ZBOUND_GPU_YZ_PARTS=3
+sanitize memcheck memcheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF64' ZBOUND_GPU_YZ_PARTS=3
+sanitize racecheck racecheck_exceptions 'GpuCorrupt.FewExceptionsSameAnswerAsCpu' ZBOUND_TEST_TRIALS=25
+sanitize memcheck memcheck_exceptions 'GpuCorrupt.FewExceptionsSameAnswerAsCpu' ZBOUND_TEST_TRIALS=25
 # The ratio encoder's kernels with run tokens (block scan of the runs across threads, token decoder).
 timeout 180 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/ratio_tests" \
     --gtest_filter='RatioGpu.ParityRunTokens' > "$OUT/memcheck_runs.log" 2>&1

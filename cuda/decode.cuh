@@ -7,16 +7,18 @@
 // tile (a segmented block scan: rows restart it); k_patch_escapes adds the escaped deltas (rank of each escape
 // among escapes) the same way; a scan over the tiles' tails gives each tile's x carry. The y and z passes are
 // blocked strided scans with carries that add the x carries on the fly; the last pass is fused with
-// dequantization (rank 1: one pass). Rank 3 arrays with up to 128 rows and enough segments to fill the GPU take y
-// and z in one pass instead (k_yz_prefix). Exception positions come from the edge mask (prefix xor), their values from
-// the change bits (rank among runs).
+// dequantization (rank 1: one pass). Rank 3 arrays with up to 128 rows take y and z in one pass instead
+// (k_yz_prefix; arrays with few segments in parts, from carries). Exception positions come from the edge mask (prefix
+// xor), their values from the change bits (rank among runs).
 // Every read of the stream is bounds-checked against the segment lengths; inconsistencies set bits of an error
 // word that the host turns into ZB_ERR_CORRUPT.
 #pragma once
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "exceptions_block.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
@@ -387,30 +389,43 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
 // the layers along z in registers. Double-buffered sums make one barrier per step enough: a thread that writes a
 // buffer again has passed the barrier that every reader of its previous contents reached after reading.
 // XCarry: add the tiles' x carries on load (tiles_have_x_carries).
+//
+// Arrays with few segments (chunk sizes) give too few blocks for a walk over whole segments: there each segment is
+// cut into `parts` runs of layers. A first launch (YzMode::kSums) walks each part and keeps only its z sums (the sum
+// over its layers of the y-prefixed values: one plane of ny x nx), the planes are scanned along the parts (each
+// point's carry), and a second walk (kApply) starts each part from its carry plane and writes the values: the
+// x-prefix is read twice, still in 3 launches against the two line passes' 6 (NOTES 89).
+enum class YzMode { kWhole, kSums, kApply };
 constexpr int kYzLayers = 4;
 constexpr uint64_t kYzMaxRows = 128;   // 16 warps of 8 rows: a warp's y carry sums at most 15 partial sums
-constexpr uint64_t kYzMinWarpsPerSm = 6;
+constexpr uint64_t kYzBlocksPerSm = 4;   // blocks wanted per SM when runs are cut into parts
 
 struct YzShape {
     uint64_t nx, ny, nz, per_segment, col_groups;
+    uint64_t parts, part_layers;  // runs of layers per segment (1 and per_segment: the whole segment)
 };
 
-template <typename T, int Rows, bool XCarry>
+template <typename T, int Rows, bool XCarry, YzMode Mode>
 __global__ void __launch_bounds__(512)
-k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, T *__restrict__ out,
-            double twoeb) {
+k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, uint32_t *__restrict__ planes,
+            T *__restrict__ out, double twoeb) {
     extern __shared__ uint32_t yz_sums[];  // [2][kYzLayers][warps][32]
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const uint64_t seg = blockIdx.x / a.col_groups, cg = blockIdx.x - seg * a.col_groups;
+    const uint64_t run = blockIdx.x / a.col_groups, cg = blockIdx.x - run * a.col_groups;
+    const uint64_t seg = run / a.parts, part = run - seg * a.parts;
     const uint64_t x = cg * 32 + lane, y0 = (uint64_t)w * Rows;
-    const uint64_t zbeg = seg * a.per_segment, zend = min(a.nz, zbeg + a.per_segment);
+    const uint64_t seg_end = min(a.nz, (seg + 1) * a.per_segment);
+    const uint64_t zbeg = min(seg_end, seg * a.per_segment + part * a.part_layers);
+    const uint64_t zend = min(seg_end, zbeg + a.part_layers);
     // Offsets inside a step in 32 bits (the launcher checks kYzLayers * nx * ny < 2^31).
     const uint32_t nx = (uint32_t)a.nx, nxy = (uint32_t)(a.nx * a.ny);
     // Rows of this thread inside the array (0 for a column past nx): the others load 0 and store nothing.
     const int rows = x < a.nx && y0 < a.ny ? (int)min((uint64_t)Rows, a.ny - y0) : 0;
+    // Point (y0 + r, x) of the carry planes: planes[(seg plane point) * parts + part] (line_scan's layout).
+    auto plane_at = [&](int r) { return ((seg * a.ny + y0 + r) * a.nx + x) * a.parts + part; };
     uint32_t zsum[Rows];
 #pragma unroll
-    for (int r = 0; r < Rows; ++r) zsum[r] = 0;
+    for (int r = 0; r < Rows; ++r) zsum[r] = Mode == YzMode::kApply && r < rows ? planes[plane_at(r)] : 0u;
     uint64_t base = (zbeg * a.ny + y0) * a.nx + x;  // (z0, y0, x)
     auto load = [&](uint32_t o) { return XCarry ? x_prefix(local, xc, base + o) : local[base + o]; };
     int buf = 0;
@@ -445,32 +460,79 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
 #pragma unroll
             for (int r = 0; r < Rows; ++r) {
                 zsum[r] += v[l][r] + carry;
-                if (whole || (l < layers && r < rows)) dst[l * nxy + r * nx] = dequantize<T>((int32_t)zsum[r], twoeb);
+                if constexpr (Mode != YzMode::kSums)
+                    if (whole || (l < layers && r < rows))
+                        dst[l * nxy + r * nx] = dequantize<T>((int32_t)zsum[r], twoeb);
             }
         }
     }
+    if constexpr (Mode == YzMode::kSums) {
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+            if (r < rows) planes[plane_at(r)] = zsum[r];
+    }
 }
 
-// Launches k_yz_prefix where it applies and pays: rank 3 with at most kYzMaxRows rows (4 rows per thread up to 64
-// rows, else 8), and at least kYzMinWarpsPerSm warps per SM in all. A block walks a whole segment, so small arrays
-// give few blocks: on the H200 (NOTES item 66) the walk was faster than the two passes from 64 blocks of 16 warps
-// (TREFHT 64 MB: 0.095 against 0.109 ms) and slower at 32 (0.084 against 0.068). Returns false, launching nothing,
-// where it does not apply.
-template <typename T>
-bool launch_yz_prefix(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const LorenzoSegments &segs,
-                      const uint32_t *local, const uint2 *xc, T *out, double twoeb, cudaStream_t s) {
-    if (ny > kYzMaxRows || (uint64_t)kYzLayers * nx * ny >= (1ull << 31)) return false;
-    const int rows = ny <= 64 ? 4 : 8;
-    const YzShape a{nx, ny, nz, segs.per_segment, div_up(nx, 32)};
-    const uint64_t blocks = segs.count() * a.col_groups, warps = div_up(ny, (uint64_t)rows);
-    if (blocks > UINT32_MAX || blocks * warps < kYzMinWarpsPerSm * (uint64_t)c.sm_count) return false;
-    const size_t smem = 2 * kYzLayers * warps * 32 * sizeof(uint32_t);
-    const bool x_carry = tiles_have_x_carries(nx);
-    auto kernel = rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true> : k_yz_prefix<T, 4, false>)
-                            : (x_carry ? k_yz_prefix<T, 8, true> : k_yz_prefix<T, 8, false>);
-    kernel<<<(unsigned)blocks, (unsigned)(warps * 32), smem, s>>>(local, xc, a, out, twoeb);
+// How k_yz_prefix covers a rank-3 array: it applies with at most kYzMaxRows rows (4 rows per thread up to 64 rows,
+// else 8). Segments are cut into parts until there are kYzBlocksPerSm blocks per SM (at least kYzLayers layers per
+// part). On the H200 a walk over whole segments was faster than the two line passes from 64 blocks of 16 warps
+// (NOTES item 66); with parts, 4 and 16 MB of TREFHT (1 and 4 segments) take 3 launches instead of those passes' 6.
+// ZBOUND_GPU_YZ_PARTS=N sets the parts (1: whole segments, for tests and comparisons).
+struct YzPlan {
+    bool applies = false;
+    int rows = 0;
+    uint64_t warps = 0, blocks = 0;
+    YzShape shape{};
+    // Words of the carry planes: one plane per part of each segment (none for whole segments).
+    uint64_t plane_words() const {
+        return shape.parts > 1 ? shape.parts * div_up(shape.nz, shape.per_segment) * shape.ny * shape.nx : 0;
+    }
+};
+
+inline YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const LorenzoSegments &segs) {
+    YzPlan p;
+    if (ny > kYzMaxRows || (uint64_t)kYzLayers * nx * ny >= (1ull << 31)) return p;
+    p.rows = ny <= 64 ? 4 : 8;
+    p.warps = div_up(ny, (uint64_t)p.rows);
+    p.shape = YzShape{nx, ny, nz, segs.per_segment, div_up(nx, 32), 1, segs.per_segment};
+    const uint64_t runs = segs.count() * p.shape.col_groups, wanted = kYzBlocksPerSm * (uint64_t)c.sm_count;
+    // Parts cost a second read of the codes (the sums pass): worth it only while the whole walk leaves SMs idle
+    // (256 runs on 132 SMs: whole 583 GB/s, 3 parts 465; 64 runs: 9 parts a little ahead; RESULTS, session 26).
+    uint64_t parts = runs >= (uint64_t)c.sm_count
+                         ? 1
+                         : std::min(div_up(wanted, runs), div_up(segs.per_segment, (uint64_t)kYzLayers));
+    if (const char *e = std::getenv("ZBOUND_GPU_YZ_PARTS"))
+        parts = std::max<uint64_t>(1, std::strtoull(e, nullptr, 10));
+    p.shape.part_layers = div_up(segs.per_segment, parts);
+    p.shape.parts = div_up(segs.per_segment, p.shape.part_layers);
+    p.blocks = runs * p.shape.parts;
+    p.applies = p.blocks <= UINT32_MAX;
+    return p;
+}
+
+template <typename T, YzMode Mode>
+void launch_yz_mode(const YzPlan &p, bool x_carry, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out,
+                    double twoeb, cudaStream_t s) {
+    auto kernel = p.rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true, Mode> : k_yz_prefix<T, 4, false, Mode>)
+                              : (x_carry ? k_yz_prefix<T, 8, true, Mode> : k_yz_prefix<T, 8, false, Mode>);
+    const size_t smem = 2 * kYzLayers * p.warps * 32 * sizeof(uint32_t);
+    kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb);
     ZB_LAUNCHED("k_yz_prefix");
-    return true;
+}
+
+// The y and z prefix of a rank-3 array by plan p (p.applies): one walk, or sums, their scan and the walk from the
+// carries. planes: p.plane_words() words.
+template <typename T>
+void launch_yz_prefix(const YzPlan &p, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out, double twoeb,
+                      cudaStream_t s) {
+    const bool x_carry = tiles_have_x_carries(p.shape.nx);
+    if (p.shape.parts == 1) {
+        launch_yz_mode<T, YzMode::kWhole>(p, x_carry, local, xc, planes, out, twoeb, s);
+        return;
+    }
+    launch_yz_mode<T, YzMode::kSums>(p, x_carry, local, xc, planes, out, twoeb, s);
+    launch_line_scan(planes, p.plane_words() / p.shape.parts, p.shape.parts, s);
+    launch_yz_mode<T, YzMode::kApply>(p, x_carry, local, xc, planes, out, twoeb, s);
 }
 
 // Rank 1: the x-prefix is the whole prefix sum.
@@ -519,26 +581,6 @@ __global__ void k_expect_total(const uint32_t *__restrict__ off, const uint32_t 
     if (threadIdx.x != 0) return;
     const uint64_t total = n ? (uint64_t)off[n - 1] + cnt[n - 1] : 0;
     if (total != expected) set_error(err, bit);
-}
-
-// The value of exception j (rank among exceptions): run r = (ones of C in [0, j]) - 1 of the change bits, little-
-// endian bytes of the run values; false (and an error bit) where the change bits do not give a run.
-template <typename T>
-__device__ __forceinline__ bool exception_value(uint64_t j, const uint32_t *__restrict__ C,
-                                                const uint32_t *__restrict__ offR, uint64_t runs,
-                                                const uint8_t *__restrict__ values, uint32_t *__restrict__ err, T &v) {
-    using U = typename FloatBits<T>::U;
-    const uint64_t ones = (uint64_t)offR[j >> 5] + __popc(C[j >> 5] & low_bits((int)(j & 31) + 1));
-    if (ones == 0 || ones > runs) {
-        set_error(err, kErrChangeBits);
-        return false;
-    }
-    const uint8_t *src_bytes = values + (ones - 1) * sizeof(T);
-    U u = 0;
-#pragma unroll
-    for (int b = 0; b < (int)sizeof(T); ++b) u |= (U)src_bytes[b] << (8 * b);
-    v = from_bits<T>(u);
-    return true;
 }
 
 // An exception gets its rank j among exceptions (offset of its mask word + rank in the word), its run
@@ -662,6 +704,7 @@ struct ExceptionDecoder {
     uint64_t n = 0, k = 0, runs = 0, nb_edge = 0, ng_edge = 0, nw_mask = 0, nb_change = 0, ng_change = 0, nw_change = 0;
     uint64_t edge_stored = 0, intervals = 0;  // interval path: stored edge blocks, upper bound of the intervals
     bool by_intervals = false;
+    bool one_block = false;  // the interval path in one launch (k_exceptions_block)
     uint32_t *flagE = nullptr, *cntE = nullptr, *offE = nullptr, *E = nullptr, *cntP = nullptr, *offP = nullptr;
     uint32_t *M = nullptr, *cntM = nullptr, *offM = nullptr;
     uint32_t *flagC = nullptr, *cntC = nullptr, *offC = nullptr, *C = nullptr, *cntR = nullptr, *offR = nullptr;
@@ -682,10 +725,18 @@ struct ExceptionDecoder {
         edge_stored = edge_blocks_len / kBlockBytes;
         by_intervals = k && !mask_wanted && edge_stored > 0 && edge_stored * kSparseEdgeRatio <= nb_edge;
         intervals = by_intervals ? 64 * edge_stored : 0;  // 128 edges per block at most
+        one_block = by_intervals && ng_edge <= kExcMaxFlagWords && edge_stored <= kExcMaxStored &&
+                    k <= kExcMaxExceptions && one_block_enabled();
+    }
+    // ZBOUND_GPU_EXCEPTION_BLOCK=0 keeps the interval path's separate launches (comparisons, tests of both forms);
+    // read on every call so that a test can switch it.
+    static bool one_block_enabled() {
+        const char *e = std::getenv("ZBOUND_GPU_EXCEPTION_BLOCK");
+        return !(e && std::strcmp(e, "0") == 0);
     }
     // Largest scan temporary run() needs (0 without exceptions).
     size_t scan_bytes(cudaStream_t s) const {
-        if (!k) return 0;
+        if (!k || one_block) return 0;
         if (by_intervals) return exclusive_sum_temp_bytes({ng_edge, edge_stored, intervals, ng_change, nw_change}, s);
         return exclusive_sum_temp_bytes({ng_edge, nw_mask, ng_change, nw_change}, s);
     }
@@ -722,6 +773,14 @@ struct ExceptionDecoder {
     void run(const uint8_t *const *seg, uint64_t edge_blocks_len, uint64_t change_blocks_len, T *out, uint32_t *err,
              void *temp, size_t temp_bytes, cudaStream_t s) const {
         if (!k) return;
+        if (one_block) {
+            const ExcBlockArgs a{n,         k,     runs,       nb_edge, ng_edge, edge_stored, nb_change, ng_change,
+                                 nw_change, change_blocks_len / kBlockBytes, block_of, edges, len_off, flagC, offC, C,
+                                 offR};
+            k_exceptions_block<T><<<1, kExcThreads, 0, s>>>(a, seg[0], seg[1], seg[2], seg[3], seg[4], out, err);
+            ZB_LAUNCHED("k_exceptions_block");
+            return;
+        }
         size_t tb;
         sparse_read_flags(seg[0], nb_edge, flagE, cntE, err, kErrEdgeSparse, s);
         tb = temp_bytes;
@@ -828,8 +887,11 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     const Lines ly = rank == 3 ? make_lines(nz, ny, nx, target)
                                : make_lines(segs.count(), segs.per_segment, nx, target, ny);
     const Lines lz = make_lines(segs.count(), segs.per_segment, nx * ny, target, nz);   // read in rank 3 only
+    const YzPlan yz = rank == 3 ? plan_yz(c, nx, ny, nz, segs) : YzPlan{};
     auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
-    const uint64_t nsums = raw ? 0 : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
+    const uint64_t nsums = raw            ? 0
+                           : yz.applies ? yz.plane_words()
+                                        : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
 
     size_t scan_bytes = 0;
     auto need = [&](size_t b) { scan_bytes = std::max(scan_bytes, b); };
@@ -947,8 +1009,9 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                     k_segment_apply<T, false, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
                 ZB_LAUNCHED("k_segment_apply");
             };
-            const bool one_pass = rank == 3 && launch_yz_prefix<T>(c, nx, ny, nz, segs, b.q, b.xc, out, twoeb, s);
-            if (!one_pass) {
+            if (yz.applies) {
+                launch_yz_prefix<T>(yz, b.q, b.xc, b.sums, out, twoeb, s);
+            } else {
                 pass(ly, rank == 2, tiles_have_x_carries(nx));
                 if (rank == 3) pass(lz, true, false);
             }

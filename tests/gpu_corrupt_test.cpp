@@ -3,6 +3,8 @@
 // change the GPU decoder must answer exactly like the CPU decoder: the same error, or (when the change only alters
 // values) the same decoded array. Without resealing, the checksum must catch the change. The Lorenzo predictor with
 // the fast encoder (format v1) and with the ratio encoder (format v2/v4).
+#include <algorithm>
+#include <cstdlib>
 #include <random>
 #include "gpu_test_util.h"
 #include "zb_bytes.h"
@@ -210,9 +212,70 @@ TEST(GpuCorrupt, TargetedErrors) {
 }
 
 // Few exceptions (at most 1 in 64 edge blocks stored): the fast decoder takes their positions from the stored edge
-// blocks as intervals (decode.cuh, ExceptionDecoder's interval path) instead of a mask of the whole array. Runs of
-// 1 to 2000 values, isolated outliers and an exception at the last value (an interval open to n); parity, then
-// flips in the exception segments answered exactly as the CPU decoder answers them.
+// blocks as intervals (decode.cuh, ExceptionDecoder's interval path) instead of a mask of the whole array, in one
+// block (exceptions_block.cuh) where the array and the exceptions are few enough, else in separate launches
+// (ZBOUND_GPU_EXCEPTION_BLOCK=0 forces those). For each form: parity, then flips in the exception segments answered
+// exactly as the CPU decoder answers them, then edge blocks cleared and an edge past the end.
+void few_exceptions_same_answer(const std::vector<float> &data, const std::vector<size_t> &dims, uint32_t seed,
+                                int trials) {
+    // Fewer corruptions under the sanitizers (bench/device_check.sh), where each decode is slow.
+    if (const char *e = std::getenv("ZBOUND_TEST_TRIALS")) trials = std::max(1, std::atoi(e));
+    const zb_params p = lorenzo_params(ZB_ENC_FAST);
+    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
+    ASSERT_EQ(good.status, ZB_OK);
+    zb::Header h;
+    std::string msg;
+    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
+    const uint64_t edge_blocks = (data.size() + 127) / 128, stored = h.seg[zb::kSegEdgeBlocks].length / 16;
+    ASSERT_GT(stored, 0u);
+    ASSERT_LE(stored * 64, edge_blocks) << "the field must take the interval path";
+
+    const size_t hb = h.header_bytes();
+    std::vector<float> out(data.size());
+    auto cpu_status = [&](std::vector<uint8_t> r) {  // the CPU decoder's answer to the resealed stream
+        if (!gput::reseal_parsed(r)) return ZB_ERR_CORRUPT;
+        return zb_decompress(r.data(), r.size(), out.data(), out.size() * sizeof(float), ZB_BACKEND_CPU, nullptr);
+    };
+    const int segs[] = {zb::kSegEdgeFlags, zb::kSegEdgeBlocks, zb::kSegChangeFlags, zb::kSegChangeBlocks,
+                        zb::kSegExceptionValues};
+    for (const char *form : {"1", "0"}) {
+        setenv("ZBOUND_GPU_EXCEPTION_BLOCK", form, 1);
+        const std::string what = std::string("ZBOUND_GPU_EXCEPTION_BLOCK=") + form + ": ";
+        gput::expect_parity(data, dims, p, what + "few exceptions");
+        std::mt19937 rng(seed);
+        int rejected = 0;
+        for (int t = 0; t < trials; ++t) {
+            std::vector<uint8_t> s = good.bytes;
+            const int seg = segs[rng() % 5];
+            if (h.seg[seg].length == 0) continue;
+            std::string where = what + "segment " + std::to_string(seg) + " bytes";
+            for (int f = 1 + (int)(rng() % 3); f > 0; --f) {
+                const size_t off = rng() % h.seg[seg].length;
+                s[hb + h.seg[seg].offset + off] ^= (uint8_t)(1 + rng() % 255);
+                where += " " + std::to_string(off);
+            }
+            expect_same_answer<float>(s, data.size(), where);
+            if (::testing::Test::HasFailure()) break;
+            rejected += cpu_status(s) != ZB_OK;
+        }
+        EXPECT_GT(rejected, 0) << what;
+        // The edge blocks cleared (no exceptions where the header counts thousands) and the last edge moved past n:
+        // errors for both decoders.
+        std::vector<uint8_t> s = good.bytes;
+        const auto &edge_blocks_seg = h.seg[zb::kSegEdgeBlocks];
+        std::fill_n(s.begin() + (std::ptrdiff_t)(hb + edge_blocks_seg.offset), edge_blocks_seg.length, uint8_t{0});
+        expect_same_answer<float>(s, data.size(), what + "edge blocks cleared");
+        EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
+        s = good.bytes;
+        s[hb + h.seg[zb::kSegEdgeBlocks].offset + h.seg[zb::kSegEdgeBlocks].length - 1] |= 0x80;
+        expect_same_answer<float>(s, data.size(), what + "an edge past the end");
+        EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
+        if (::testing::Test::HasFailure()) break;
+    }
+    unsetenv("ZBOUND_GPU_EXCEPTION_BLOCK");
+}
+
+// Runs of 1 to 2000 values, isolated outliers and an exception at the last value (an interval open to n).
 TEST(GpuCorrupt, FewExceptionsSameAnswerAsCpu) {
     ZB_REQUIRE_GPU();
     const std::vector<size_t> dims{200, 3000};
@@ -222,53 +285,18 @@ TEST(GpuCorrupt, FewExceptionsSameAnswerAsCpu) {
         for (size_t j = 0; j < run.second; ++j) data[run.first + j] = nan;
     for (size_t i : {5, 123456, 123458, 599000}) data[i] = 1e30f;
     data.back() = nan;
-    const zb_params p = lorenzo_params(ZB_ENC_FAST);
-    gput::expect_parity(data, dims, p, "few exceptions");
-    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
-    ASSERT_EQ(good.status, ZB_OK);
-    zb::Header h;
-    std::string msg;
-    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
-    ASSERT_GE(h.exceptions, 2311u);  // 2306 in runs, 4 outliers, the last value (and any the field has)
-    const uint64_t edge_blocks = (data.size() + 127) / 128, stored = h.seg[zb::kSegEdgeBlocks].length / 16;
-    ASSERT_GT(stored, 0u);
-    ASSERT_LE(stored * 64, edge_blocks) << "the field must take the interval path";
+    few_exceptions_same_answer(data, dims, 41, 300);
+}
 
-    const size_t hb = h.header_bytes();
-    std::mt19937 rng(41);
-    std::vector<float> out(data.size());
-    auto cpu_status = [&](std::vector<uint8_t> r) {  // the CPU decoder's answer to the resealed stream
-        if (!gput::reseal_parsed(r)) return ZB_ERR_CORRUPT;
-        return zb_decompress(r.data(), r.size(), out.data(), out.size() * sizeof(float), ZB_BACKEND_CPU, nullptr);
-    };
-    int rejected = 0;
-    const int segs[] = {zb::kSegEdgeFlags, zb::kSegEdgeBlocks, zb::kSegChangeFlags, zb::kSegChangeBlocks,
-                        zb::kSegExceptionValues};
-    for (int t = 0; t < 300; ++t) {
-        std::vector<uint8_t> s = good.bytes;
-        const int seg = segs[rng() % 5];
-        if (h.seg[seg].length == 0) continue;
-        std::string where = "segment " + std::to_string(seg) + " bytes";
-        for (int f = 1 + (int)(rng() % 3); f > 0; --f) {
-            const size_t off = rng() % h.seg[seg].length;
-            s[hb + h.seg[seg].offset + off] ^= (uint8_t)(1 + rng() % 255);
-            where += " " + std::to_string(off);
-        }
-        expect_same_answer<float>(s, data.size(), where);
-        if (::testing::Test::HasFailure()) return;
-        rejected += cpu_status(s) != ZB_OK;
-    }
-    EXPECT_GT(rejected, 0);
-    // The edge blocks cleared (no exceptions where the header counts thousands) and the last edge moved past n:
-    // errors for both decoders.
-    std::vector<uint8_t> s = good.bytes;
-    for (uint64_t i = 0; i < h.seg[zb::kSegEdgeBlocks].length; ++i) s[hb + h.seg[zb::kSegEdgeBlocks].offset + i] = 0;
-    expect_same_answer<float>(s, data.size(), "edge blocks cleared");
-    EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
-    s = good.bytes;
-    s[hb + h.seg[zb::kSegEdgeBlocks].offset + h.seg[zb::kSegEdgeBlocks].length - 1] |= 0x80;
-    expect_same_answer<float>(s, data.size(), "an edge past the end");
-    EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
+// More intervals than the one-block decoder keeps in shared memory (4096): 4200 isolated outliers, every other
+// value, so that their edge blocks stay few; the block then searches the intervals in global memory.
+TEST(GpuCorrupt, ManyIntervalsSameAnswerAsCpu) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> dims{400, 3000};
+    auto data = zbt::smooth_field<float>(dims, 0.01, 32, 5.0);
+    for (size_t j = 0; j < 4200; ++j) data[20000 + 2 * j] = (j % 3) ? 1e30f : -1e30f;
+    data[1000] = std::numeric_limits<float>::infinity();
+    few_exceptions_same_answer(data, dims, 42, 100);
 }
 
 }  // namespace

@@ -463,18 +463,26 @@ void larger_arrays() {
 TEST(GpuParity, LargerArrays) { larger_arrays(); }
 TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 
-// Rank 3 with few rows and enough Lorenzo segments: the decoder takes y and z in one pass (k_yz_prefix, used from
-// 6 warps per SM: these shapes give 1482 to 5120 warps, more than any GPU of up to 240 SMs needs). 160 x 64 x 1024:
-// 4 rows per thread, nx divides the tile; 200 x 40 x 1000: x carries, a last column group of 8, segments of 27
-// layers (steps of 4 end early); 100 x 100 x 600: 8 rows per thread, a last warp of 4 rows. The two passes decode
-// the same streams on smaller shapes (LargerArrays), so parity here is the one-pass walk's.
+// Rank 3 with up to 128 rows: the decoder takes y and z in one walk over the layers (k_yz_prefix), each Lorenzo
+// segment cut into parts where the segments alone give too few blocks (sums per part, their scan, then the walk
+// from the carries). 160 x 64 x 1024: 4 rows per thread, nx divides the tile; 200 x 40 x 1000: x carries, a last
+// column group of 8, segments of 27 layers (steps of 4 end early); 100 x 100 x 600: 8 rows per thread, a last warp
+// of 4 rows; 300 x 64 x 64: two segments, the second of 44 layers (parts past its end are empty). Each with the plan's
+// parts, whole segments (ZBOUND_GPU_YZ_PARTS=1) and 3 parts. The line passes decode the same streams on shapes with
+// more rows (LargerArrays), so parity here is the walk's.
 TEST(GpuParity, Rank3OnePassPrefix) {
     ZB_REQUIRE_GPU();
-    for (const Dims &d : std::vector<Dims>{{160, 64, 1024}, {200, 40, 1000}, {100, 100, 600}}) {
-        const auto f = zbt::smooth_field<float>(d, 0.02, 21, 20.0);
-        gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), name_of("one-pass f32", d, params(ZB_MODE_REL, 1e-3)));
-        const auto g = zbt::smooth_field<double>(d, 0.02, 22, 20.0);
-        gput::expect_parity(g, d, params(ZB_MODE_ABS, 1e-6), name_of("one-pass f64", d, params(ZB_MODE_ABS, 1e-6)));
+    for (const char *parts : {"", "1", "3"}) {
+        if (*parts) setenv("ZBOUND_GPU_YZ_PARTS", parts, 1);
+        const std::string how = std::string("yz parts ") + (*parts ? parts : "planned") + ", ";
+        for (const Dims &d : std::vector<Dims>{{160, 64, 1024}, {200, 40, 1000}, {100, 100, 600}, {300, 64, 64}}) {
+            const auto f = zbt::smooth_field<float>(d, 0.02, 21, 20.0);
+            gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), how + name_of("f32", d, params(ZB_MODE_REL, 1e-3)));
+            const auto g = zbt::smooth_field<double>(d, 0.02, 22, 20.0);
+            gput::expect_parity(g, d, params(ZB_MODE_ABS, 1e-6), how + name_of("f64", d, params(ZB_MODE_ABS, 1e-6)));
+            if (::testing::Test::HasFatalFailure()) break;
+        }
+        unsetenv("ZBOUND_GPU_YZ_PARTS");
         if (::testing::Test::HasFatalFailure()) return;
     }
 }
