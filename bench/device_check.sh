@@ -179,12 +179,14 @@ sanitize() {
         > "$OUT/$log.log" 2>&1
     summary "$log" "$OUT/$log.log"
 }
-# The decoder's z walk cut into parts (sums, their scan, apply) and the exceptions placed by one thread block (a few
-# corruptions: each decode is slow under the sanitizers).
+# The decoder's z walk cut into parts (sums, their scan, apply); the exception stages in one thread block, both
+# directions (a few corruptions: each decode is slow under the sanitizers; repeated calls: graphs, counts on the
+# device).
 sanitize racecheck racecheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF32' ZBOUND_GPU_YZ_PARTS=3
 sanitize memcheck memcheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF64' ZBOUND_GPU_YZ_PARTS=3
-sanitize racecheck racecheck_exceptions 'GpuCorrupt.FewExceptionsSameAnswerAsCpu' ZBOUND_TEST_TRIALS=25
-sanitize memcheck memcheck_exceptions 'GpuCorrupt.FewExceptionsSameAnswerAsCpu' ZBOUND_TEST_TRIALS=25
+exceptions_tests='GpuCorrupt.FewExceptionsSameAnswerAsCpu:GpuDeviceApi.RepeatedCallsOnTheSameBuffersF32'
+sanitize racecheck racecheck_exceptions "$exceptions_tests" ZBOUND_TEST_TRIALS=25
+sanitize memcheck memcheck_exceptions "$exceptions_tests" ZBOUND_TEST_TRIALS=25
 # The ratio encoder's kernels with run tokens (block scan of the runs across threads, token decoder).
 timeout 180 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/ratio_tests" \
     --gtest_filter='RatioGpu.ParityRunTokens' > "$OUT/memcheck_runs.log" 2>&1

@@ -726,13 +726,7 @@ struct ExceptionDecoder {
         by_intervals = k && !mask_wanted && edge_stored > 0 && edge_stored * kSparseEdgeRatio <= nb_edge;
         intervals = by_intervals ? 64 * edge_stored : 0;  // 128 edges per block at most
         one_block = by_intervals && ng_edge <= kExcMaxFlagWords && edge_stored <= kExcMaxStored &&
-                    k <= kExcMaxExceptions && one_block_enabled();
-    }
-    // ZBOUND_GPU_EXCEPTION_BLOCK=0 keeps the interval path's separate launches (comparisons, tests of both forms);
-    // read on every call so that a test can switch it.
-    static bool one_block_enabled() {
-        const char *e = std::getenv("ZBOUND_GPU_EXCEPTION_BLOCK");
-        return !(e && std::strcmp(e, "0") == 0);
+                    k <= kExcMaxExceptions && exception_block_enabled();
     }
     // Largest scan temporary run() needs (0 without exceptions).
     size_t scan_bytes(cudaStream_t s) const {

@@ -13,7 +13,8 @@
 //   (both in one pass, k_quantize_encode, where the q of a tile's neighbours fit in shared memory: blocks walk runs
 //   of tiles keeping the recent q in a ring; then q is not written, and the escaped deltas are kept for k_escapes)
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
-//   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap)
+//   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap);
+//             chunk-sized arrays in one launch of one block (exceptions_encode_block.cuh)
 //   k_fast_layout: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout), the
 //             raw-passthrough and capacity decisions, the header (the host's template with counts and segment table)
 //   the segments at their final offsets, read on the device: sparse copy of code blocks, escapes, edge and change
@@ -35,6 +36,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include "exceptions_encode_block.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 #include "zb_cpu.h"
@@ -1070,11 +1072,13 @@ template <typename T> struct ExceptionStage {
     uint32_t *E = nullptr, *flagE = nullptr, *cntE = nullptr, *offE = nullptr;
     uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
     void *temp = nullptr, *temp_edges = nullptr;  // the edges' scan has its own: it may run beside the others
+    bool one_block = false;  // the stage in one launch (k_exceptions_encode_block; cntE: exceptions per flag group)
 
     size_t ex_scan_bytes = 0;
 
-    // The buffers for k exceptions (the count, or the cap of a count on the device), in the exceptions arena.
-    void carve(Context &c, uint64_t n_, uint64_t k_, cudaStream_t s) {
+    // The buffers for k exceptions (the count, or, count_known false, the cap of a count on the device), in the
+    // exceptions arena.
+    void carve(Context &c, uint64_t n_, uint64_t k_, cudaStream_t s, bool count_known = true) {
         n = n_;
         k = k_;
         const uint64_t ntiles = code_tiles(n);
@@ -1082,7 +1086,9 @@ template <typename T> struct ExceptionStage {
         nb_change = div_up(div_up(k, 8), kBlockBytes);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         if (!k) return;
-        ex_scan_bytes = exclusive_sum_temp_bytes({ng_edge, nw_change, ng_change}, s);
+        one_block = n <= (count_known ? kExcEncMaxValues : kExcEncMaxValuesGraphed) && k <= kExcEncMaxExceptions &&
+                    exception_block_enabled();
+        ex_scan_bytes = one_block ? 0 : exclusive_sum_temp_bytes({ng_edge, nw_change, ng_change}, s);
         auto carve_ex = [&](Carver &cv) {
             V = cv.take<U>(k);
             E = cv.take<uint32_t>(ntiles * 64);
@@ -1112,6 +1118,14 @@ template <typename T> struct ExceptionStage {
         const uint64_t ntiles = code_tiles(n);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         timer.begin("exceptions");
+        if (one_block) {
+            const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
+                                     ex_totals};
+            k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a);
+            ZB_LAUNCHED("k_exceptions_encode_block");
+            timer.end();
+            return;
+        }
         br.fork(1);
         const cudaStream_t se = br.stream(0);
         k_edges<<<grid_for(ntiles * 64, 256), 256, 0, se>>>(mwords, ntiles * 64, n, E);
@@ -1361,7 +1375,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     if (d_x_in && raw_bytes <= kSyncFreeMaxBytes && !timer.records() && graphs_usable(c)) {
         const uint64_t kcap = exception_cap(n, c.exception_fraction);
         ExceptionStage<T> ex;
-        ex.carve(c, n, kcap, s);
+        ex.carve(c, n, kcap, s, false);
         GraphKey key;
         key.add(0x66656e63);  // "fenc"
         key.add(sizeof(T));
@@ -1382,6 +1396,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         key.add(c.arena[kArenaMain].allocations());
         key.add(c.arena[kArenaExceptions].allocations());
         key.add(kcap);
+        key.add((uint64_t)ex.one_block);  // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) {
             queue_codes(q);
             queue_stream(q, true, ex, kcap, false, nullptr);

@@ -8,7 +8,7 @@
 // inconsistent it stops (the call fails whatever would follow). The multi-kernel path stays for larger arrays and
 // exception counts, where the block's serial loops would cost more than the launches.
 #pragma once
-#include <cub/block/block_scan.cuh>
+#include "block_sum.cuh"
 #include "gpu_device.cuh"
 #include "zb_quant.h"
 
@@ -53,19 +53,6 @@ struct ExcBlockArgs {
     uint32_t *len_off, *flagC, *offC, *C, *offR;
 };
 
-using ExcScan = cub::BlockScan<uint64_t, kExcThreads>;
-
-// Exclusive sum over the block of each thread's v, plus `running` (the same in every thread), which then advances by
-// the block's total. Every thread of the block must call it; the barrier after the scan lets loops call it again.
-__device__ __forceinline__ uint64_t block_exclusive_sum(uint64_t v, uint64_t &running, ExcScan::TempStorage &tmp) {
-    uint64_t before, sum;
-    ExcScan(tmp).ExclusiveSum(v, before, sum);
-    __syncthreads();
-    before += running;
-    running += sum;
-    return before;
-}
-
 // Flag word g (blocks 32g .. 32g+31) of a sparse pass's flag bytes, with the bits at or past nblocks (an error:
 // `bad`) cleared, as k_sparse_read_flags reads it.
 __device__ __forceinline__ uint32_t block_flag_word(const uint8_t *__restrict__ flag_bytes, uint64_t g,
@@ -92,7 +79,7 @@ __global__ void __launch_bounds__(kExcThreads)
 k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const uint8_t *__restrict__ edge_blocks,
                    const uint8_t *__restrict__ change_flags, const uint8_t *__restrict__ change_blocks,
                    const uint8_t *__restrict__ values, T *__restrict__ out, uint32_t *__restrict__ err) {
-    __shared__ ExcScan::TempStorage scan_tmp;
+    __shared__ BlockSum<kExcThreads> block_sum;
     __shared__ uint32_t s_len_off[kExcSharedIntervals];
     const uint64_t tid = threadIdx.x;
     bool bad = false;
@@ -102,7 +89,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     for (uint64_t g0 = 0; g0 < a.ng_edge; g0 += kExcThreads) {
         const uint64_t g = g0 + tid;
         uint32_t fw = g < a.ng_edge ? block_flag_word(edge_flags, g, a.nb_edge, bad) : 0u;
-        uint64_t rank = block_exclusive_sum(__popc(fw), stored, scan_tmp);
+        uint64_t rank = block_sum.exclusive(__popc(fw), stored);
         for (; fw && rank < a.edge_stored; fw &= fw - 1, ++rank) a.block_of[rank] = 32 * g + (__ffs(fw) - 1);
     }
     if (block_failed(bad || stored != a.edge_stored, err, kErrEdgeSparse)) return;
@@ -112,7 +99,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     for (uint64_t j0 = 0; j0 < a.edge_stored; j0 += kExcThreads) {
         const uint64_t j = j0 + tid;
         const uint4 v = j < a.edge_stored ? load16(edge_blocks + 16 * j) : make_uint4(0, 0, 0, 0);
-        uint64_t at = block_exclusive_sum(__popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w), nedges, scan_tmp);
+        uint64_t at = block_sum.exclusive(__popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w), nedges);
         if (j >= a.edge_stored) continue;
         const uint32_t words[4] = {v.x, v.y, v.z, v.w};
         for (int w = 0; w < 4; ++w)
@@ -139,7 +126,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
                 len = 0;
             }
         }
-        const uint64_t off = block_exclusive_sum(len, total, scan_tmp);
+        const uint64_t off = block_sum.exclusive(len, total);
         if (i < intervals) {
             a.len_off[i] = (uint32_t)off;  // below k < 2^32 when the total checks out
             if (i < kExcSharedIntervals) s_len_off[i] = (uint32_t)off;
@@ -152,7 +139,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     for (uint64_t g0 = 0; g0 < a.ng_change; g0 += kExcThreads) {
         const uint64_t g = g0 + tid;
         const uint32_t fw = g < a.ng_change ? block_flag_word(change_flags, g, a.nb_change, bad) : 0u;
-        const uint64_t off = block_exclusive_sum(__popc(fw), change_found, scan_tmp);
+        const uint64_t off = block_sum.exclusive(__popc(fw), change_found);
         if (g < a.ng_change) {
             a.flagC[g] = fw;
             a.offC[g] = (uint32_t)off;
@@ -188,7 +175,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
             if ((c & ~valid) || (w == 0 && !(c & 1u))) bad = true;
             c &= valid;
         }
-        const uint64_t off = block_exclusive_sum(__popc(c), ones, scan_tmp);
+        const uint64_t off = block_sum.exclusive(__popc(c), ones);
         if (w < a.nw_change) a.offR[w] = (uint32_t)off;
     }
     if (block_failed(bad || ones != a.runs, err, kErrChangeBits)) return;

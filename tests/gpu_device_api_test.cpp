@@ -317,8 +317,9 @@ TEST(GpuDeviceApi, PointWiseRelativeAutoAndCorrupt) {
 // Device calls repeated on the same buffers with the same parameters are replayed as a CUDA graph from the second
 // or third on (gpu_internal.h, GraphCache): every call must still give the CPU's bytes for what the input holds
 // now, including a raw-passthrough stream, more exceptions than the first round has room for, and the calls after
-// those.
-template <typename T> void repeated_calls() {
+// those. The exception stage in one block and (ZBOUND_GPU_EXCEPTION_BLOCK=0) in separate launches.
+template <typename T> void repeated_calls(const char *exception_block) {
+    const zbt::ScopedEnv form("ZBOUND_GPU_EXCEPTION_BLOCK", exception_block);
     const std::vector<size_t> dims{257, 511};
     const size_t n = dims[0] * dims[1], vbytes = n * sizeof(T);
     zb_params rel = zb_params_default();
@@ -344,7 +345,7 @@ template <typename T> void repeated_calls() {
     const size_t cap = zb_compress_bound(zbt::dtype_of<T>(), n);
     std::unique_ptr<DevBuf> src_buf(new DevBuf(vbytes)), dst_buf(new DevBuf(cap));
     for (size_t call = 0; call < order.size() + 4; ++call) {
-        SCOPED_TRACE("call " + std::to_string(call));
+        SCOPED_TRACE(std::string("ZBOUND_GPU_EXCEPTION_BLOCK=") + exception_block + ", call " + std::to_string(call));
         if (call == order.size()) {
             // Buffers freed and allocated again (the allocator tends to give the same addresses back): the graph of
             // the earlier calls must not write into the freed allocation.
@@ -372,12 +373,12 @@ template <typename T> void repeated_calls() {
 
 TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF32) {
     ZB_REQUIRE_GPU();
-    repeated_calls<float>();
+    for (const char *form : {"1", "0"}) repeated_calls<float>(form);
 }
 
 TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF64) {
     ZB_REQUIRE_GPU();
-    repeated_calls<double>();
+    for (const char *form : {"1", "0"}) repeated_calls<double>(form);
 }
 
 TEST(GpuDeviceApi, RoundTripF32) {

@@ -1,0 +1,226 @@
+// The fast encoder's exception stage in one launch of one thread block, for chunk-sized arrays. Included by
+// encode.cuh.
+//
+// Why one block: the stage's separate launches (k_edges, sparse flags, the edges' scan, k_gather_exceptions,
+// k_change_bits, two more scans and the totals: about ten kernels, each waiting for the last) took 45-58 us of GPU
+// time at 4 MB of TREFHT, a third of the whole compression (NOTES item 90). Here one block makes the same buffers:
+//   the edge mask's non-zero 16-byte blocks (E; sparse_copy reads no other block), its flag words and their
+//   exclusive offsets (flagE, offE), the exception values in index order (V), the change bits with the runs before
+//   each word (C, offR), their flag words and offsets (flagC, offC), and the three totals (stored edge blocks, stored
+//   change blocks, runs),
+// so that write() and write_at() read them as they read the separate launches' output. The block reads the mask
+// words once; it pays where they are few (chunks of up to kExcEncMaxValues values), the separate launches stay for
+// larger arrays and exception counts.
+#pragma once
+#include "block_sum.cuh"
+#include "gpu_device.cuh"
+#include "zb_format.h"
+#include "zb_quant.h"
+
+namespace zb {
+namespace gpu {
+namespace enc {
+// Internal linkage, as encode.cuh's kernels (compiled once per value type).
+namespace {
+
+constexpr int kExcEncThreads = 512;
+constexpr int kExcEncWarps = kExcEncThreads / 32;
+// Mask blocks a warp loads before it uses any (the loads of a batch are in flight together).
+constexpr int kExcEncBatch = 8;
+// When the one-block form is taken (ExceptionStage::carve): up to 65536 exceptions (the default cap of such arrays,
+// exception_cap), and arrays of up to 2^22 values (the mask: 512 KiB) where the host knows the count, up to 2^20
+// where the count is on the device (a graph, whose separate launches run on parallel branches: on the H200 the
+// block gained 5-10 % of a 1-4 MB device-resident compression of TREFHT and lost 4 % at 16 MB; NOTES item 90).
+constexpr uint64_t kExcEncMaxValues = uint64_t(1) << 22;
+constexpr uint64_t kExcEncMaxValuesGraphed = uint64_t(1) << 20;
+constexpr uint64_t kExcEncMaxExceptions = 65536;
+
+template <typename U>
+struct ExcEncodeArgs {
+    uint64_t n, kcap, nb_edge, nb_change;      // nb_change: change blocks carved for kcap exceptions
+    const unsigned long long *d_k;             // the count on the device, or nullptr: kcap is the count
+    U *V;
+    uint32_t *E, *flagE, *offE, *C, *offR, *flagC, *offC;
+    uint32_t *group_exceptions;                // per edge flag group (128 mask words): its exceptions
+    unsigned long long *totals;                // stored edge blocks, stored change blocks, runs
+};
+
+// Bits of block b (words 4b .. 4b+3: values 128b .. 128b+127) at or past n cleared (only the last block has any).
+__device__ __forceinline__ uint4 clear_past_n(uint4 v, uint64_t b, uint64_t n) {
+    if (128 * (b + 1) <= n) return v;
+    return make_uint4(v.x & low_bits(valid_bits(4 * b, n)), v.y & low_bits(valid_bits(4 * b + 1, n)),
+                      v.z & low_bits(valid_bits(4 * b + 2, n)), v.w & low_bits(valid_bits(4 * b + 3, n)));
+}
+
+// Mask words of block b, bits at or past n cleared; zero past the blocks.
+__device__ __forceinline__ uint4 mask_block(const uint32_t *__restrict__ M, uint64_t b, uint64_t nb, uint64_t n) {
+    if (b >= nb) return make_uint4(0, 0, 0, 0);
+    return clear_past_n(*reinterpret_cast<const uint4 *>(M + 4 * b), b, n);  // 16-byte aligned: carved
+}
+
+__device__ __forceinline__ uint32_t block_popc(uint4 v) {
+    return __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+}
+
+// Sum of v over lanes 0 .. lane of the warp (all lanes call it).
+__device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t below = __shfl_up_sync(kFullMask, v, o);
+        if (lane >= o) v += below;
+    }
+    return v;
+}
+
+// x: the values, M: the exception mask words (k_quantize's, zero past n).
+template <typename T>
+__global__ void __launch_bounds__(kExcEncThreads)
+k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
+                          ExcEncodeArgs<typename FloatBits<T>::U> a) {
+    using U = typename FloatBits<T>::U;
+    __shared__ BlockSum<kExcEncThreads> block_sum;
+    __shared__ uint64_t warp_edges[kExcEncWarps], warp_exceptions[kExcEncWarps];
+    // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
+    const uint64_t k = a.d_k ? *a.d_k : a.kcap;
+    if (k == 0 || k > a.kcap) return;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+    // 1. Warp w takes the edge flag groups [g_begin, g_end) (32 mask blocks each, lane l block 32g + l): the edge
+    //    mask E = M xor (M << 1) of its non-zero blocks, the flag words, its stored blocks and each group's
+    //    exceptions.
+    const uint64_t ng_edge = div_up(a.nb_edge, 32), per_warp = div_up(ng_edge, (uint64_t)kExcEncWarps);
+    const uint64_t g_begin = min(ng_edge, warp * per_warp), g_end = min(ng_edge, g_begin + per_warp);
+    uint64_t edges_stored = 0, exceptions_seen = 0;  // this warp's (the same in every lane)
+    for (uint64_t g0 = g_begin; g0 < g_end; g0 += kExcEncBatch) {
+        uint4 m[kExcEncBatch];
+        uint32_t before[kExcEncBatch];  // lane 0: the last mask word before its block
+#pragma unroll
+        for (int i = 0; i < kExcEncBatch; ++i) {
+            const uint64_t b = 32 * (g0 + i) + lane;
+            const bool in = g0 + i < g_end;
+            m[i] = in ? mask_block(M, b, a.nb_edge, a.n) : make_uint4(0, 0, 0, 0);
+            before[i] = in && lane == 0 && b > 0 ? M[4 * b - 1] : 0u;
+        }
+#pragma unroll
+        for (int i = 0; i < kExcEncBatch; ++i) {
+            if (g0 + i >= g_end) break;  // the same for the whole warp
+            const uint64_t g = g0 + i, b = 32 * g + lane;
+            uint32_t prev = __shfl_up_sync(kFullMask, m[i].w, 1) >> 31;
+            if (lane == 0) prev = before[i] >> 31;
+            // The common case, a group without exceptions and without the end of a run before it: ten instructions
+            // where the rest costs over a hundred (one SM's issue rate bounds this pass: NOTES item 90).
+            if (!__any_sync(kFullMask, any_bits(m[i]) || prev)) {
+                if (lane == 0) {
+                    a.flagE[g] = 0;
+                    a.group_exceptions[g] = 0;
+                }
+                continue;
+            }
+            const uint4 e = make_uint4(m[i].x ^ ((m[i].x << 1) | prev), m[i].y ^ ((m[i].y << 1) | (m[i].x >> 31)),
+                                       m[i].z ^ ((m[i].z << 1) | (m[i].y >> 31)),
+                                       m[i].w ^ ((m[i].w << 1) | (m[i].z >> 31)));
+            // Bits past n: the mask is zero there, but its last one's edge (a run reaching n) is not stored.
+            const uint4 ev = clear_past_n(e, b, a.n);
+            const bool stored = any_bits(ev);
+            if (stored) *reinterpret_cast<uint4 *>(a.E + 4 * b) = ev;
+            const uint32_t fw = __ballot_sync(kFullMask, stored);
+            const uint32_t exceptions = __reduce_add_sync(kFullMask, block_popc(m[i]));
+            if (lane == 0) {
+                a.flagE[g] = fw;
+                a.group_exceptions[g] = exceptions;
+            }
+            edges_stored += __popc(fw);
+            exceptions_seen += exceptions;
+        }
+    }
+    if (lane == 0) {
+        warp_edges[warp] = edges_stored;
+        warp_exceptions[warp] = exceptions_seen;
+    }
+    __syncthreads();
+
+    // 2. Each warp again over its groups, 32 at a time (lane l: group g + l): the flag words' offsets, and for the
+    //    groups with exceptions their values at their ranks.
+    uint64_t edge_at = 0, exception_at = 0;
+    for (int w = 0; w < warp; ++w) {
+        edge_at += warp_edges[w];
+        exception_at += warp_exceptions[w];
+    }
+    for (uint64_t g0 = g_begin; g0 < g_end; g0 += 32) {
+        const uint64_t g = g0 + lane;
+        const uint32_t fw = g < g_end ? a.flagE[g] : 0u, ge = g < g_end ? a.group_exceptions[g] : 0u;
+        // Inclusive sums over the lanes (made exclusive below).
+        const uint32_t fw_before = warp_inclusive_sum(__popc(fw), lane), ge_before = warp_inclusive_sum(ge, lane);
+        if (g < g_end) a.offE[g] = (uint32_t)(edge_at + fw_before - __popc(fw));
+        const uint64_t group_at = exception_at + ge_before - ge;
+        edge_at += __shfl_sync(kFullMask, fw_before, 31);
+        exception_at += __shfl_sync(kFullMask, ge_before, 31);
+        for (uint32_t busy = __ballot_sync(kFullMask, ge != 0); busy; busy &= busy - 1) {
+            const int src = __ffs(busy) - 1;
+            const uint64_t gg = g0 + src, b = 32 * gg + lane;
+            uint64_t rank = __shfl_sync(kFullMask, group_at, src);
+            const uint4 m = mask_block(M, b, a.nb_edge, a.n);
+            const uint32_t c = block_popc(m);
+            rank += warp_inclusive_sum(c, lane) - c;
+            const uint32_t words[4] = {m.x, m.y, m.z, m.w};
+#pragma unroll
+            for (int wi = 0; wi < 4; ++wi)
+                for (uint32_t bits = words[wi]; bits; bits &= bits - 1, ++rank)
+                    if (rank < k) a.V[rank] = bits_of(x[128 * b + 32 * wi + (__ffs(bits) - 1)]);
+        }
+    }
+    __syncthreads();  // V complete
+
+    // 3. Change bits C[j] = (j == 0 || V[j] != V[j-1]) over the carved words (zero past k), each thread a run of
+    //    words, and the runs before each word (offR).
+    const uint64_t nw_change = 4 * a.nb_change, per_thread = div_up(nw_change, (uint64_t)kExcEncThreads);
+    const uint64_t w_begin = min(nw_change, threadIdx.x * per_thread), w_end = min(nw_change, w_begin + per_thread);
+    uint64_t my_runs = 0;
+    for (uint64_t w = w_begin; w < w_end; ++w) {
+        uint32_t word = 0;
+        const uint64_t j0 = 32 * w;
+        U prev = j0 > 0 && j0 - 1 < k ? a.V[j0 - 1] : U(0);
+        for (int i = 0; i < 32 && j0 + i < k; ++i) {
+            const U v = a.V[j0 + i];
+            word |= (uint32_t)(j0 + i == 0 || v != prev) << i;
+            prev = v;
+        }
+        a.C[w] = word;
+        my_runs += __popc(word);
+    }
+    uint64_t runs = 0;
+    uint64_t run_at = block_sum.exclusive(my_runs, runs);
+    for (uint64_t w = w_begin; w < w_end; ++w) {
+        a.offR[w] = (uint32_t)run_at;
+        run_at += __popc(a.C[w]);
+    }
+    __syncthreads();  // C complete
+
+    // 4. The change bits' flag words (a warp per group of 32 blocks) and their offsets.
+    const uint64_t ng_change = div_up(a.nb_change, 32);
+    for (uint64_t g = warp; g < ng_change; g += kExcEncWarps) {
+        const uint64_t b = 32 * g + lane;
+        const bool stored = b < a.nb_change && any_bits(*reinterpret_cast<const uint4 *>(a.C + 4 * b));
+        const uint32_t fw = __ballot_sync(kFullMask, stored);
+        if (lane == 0) a.flagC[g] = fw;
+    }
+    __syncthreads();
+    uint64_t changes_stored = 0;
+    for (uint64_t g0 = 0; g0 < ng_change; g0 += kExcEncThreads) {
+        const uint64_t g = g0 + threadIdx.x;
+        const uint64_t at = block_sum.exclusive(g < ng_change ? __popc(a.flagC[g]) : 0u, changes_stored);
+        if (g < ng_change) a.offC[g] = (uint32_t)at;
+    }
+    if (threadIdx.x == 0) {
+        uint64_t edges = 0;
+        for (int w = 0; w < kExcEncWarps; ++w) edges += warp_edges[w];
+        a.totals[0] = edges;
+        a.totals[1] = changes_stored;
+        a.totals[2] = runs;
+    }
+}
+
+}  // namespace
+}  // namespace enc
+}  // namespace gpu
+}  // namespace zb
