@@ -239,7 +239,7 @@ void few_exceptions_same_answer(const std::vector<float> &data, const std::vecto
     const int segs[] = {zb::kSegEdgeFlags, zb::kSegEdgeBlocks, zb::kSegChangeFlags, zb::kSegChangeBlocks,
                         zb::kSegExceptionValues};
     for (const char *form : {"1", "0"}) {
-        setenv("ZBOUND_GPU_EXCEPTION_BLOCK", form, 1);
+        const zbt::ScopedEnv scoped("ZBOUND_GPU_EXCEPTION_BLOCK", form);
         const std::string what = std::string("ZBOUND_GPU_EXCEPTION_BLOCK=") + form + ": ";
         gput::expect_parity(data, dims, p, what + "few exceptions");
         std::mt19937 rng(seed);
@@ -267,12 +267,11 @@ void few_exceptions_same_answer(const std::vector<float> &data, const std::vecto
         expect_same_answer<float>(s, data.size(), what + "edge blocks cleared");
         EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
         s = good.bytes;
-        s[hb + h.seg[zb::kSegEdgeBlocks].offset + h.seg[zb::kSegEdgeBlocks].length - 1] |= 0x80;
+        s[hb + edge_blocks_seg.offset + edge_blocks_seg.length - 1] |= 0x80;
         expect_same_answer<float>(s, data.size(), what + "an edge past the end");
         EXPECT_EQ(cpu_status(s), ZB_ERR_CORRUPT);
         if (::testing::Test::HasFailure()) break;
     }
-    unsetenv("ZBOUND_GPU_EXCEPTION_BLOCK");
 }
 
 // Runs of 1 to 2000 values, isolated outliers and an exception at the last value (an interval open to n).
