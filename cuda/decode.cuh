@@ -633,7 +633,7 @@ __global__ void k_edge_counts(const uint8_t *__restrict__ stored, uint64_t nstor
     const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= nstored) return;
     const uint4 v = load16(stored + 16 * j);
-    edge_cnt[j] = __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+    edge_cnt[j] = popc16(v);
 }
 
 // Per stored block: its edges' positions at their ranks among all edges (edge_off: exclusive sum of the counts).

@@ -53,19 +53,6 @@ struct ExcBlockArgs {
     uint32_t *len_off, *flagC, *offC, *C, *offR;
 };
 
-// Flag word g (blocks 32g .. 32g+31) of a sparse pass's flag bytes, with the bits at or past nblocks (an error:
-// `bad`) cleared, as k_sparse_read_flags reads it.
-__device__ __forceinline__ uint32_t block_flag_word(const uint8_t *__restrict__ flag_bytes, uint64_t g,
-                                                    uint64_t nblocks, bool &bad) {
-    const uint64_t nbytes = (nblocks + 7) / 8;
-    uint32_t fw = 0;
-    for (int b = 0; b < 4; ++b)
-        if (4 * g + b < nbytes) fw |= (uint32_t)flag_bytes[4 * g + b] << (8 * b);
-    const uint32_t valid = low_bits(valid_bits(g, nblocks));
-    if (fw & ~valid) bad = true;
-    return fw & valid;
-}
-
 // True (and the error bit set once) where any thread of the block found `bad`.
 __device__ __forceinline__ bool block_failed(bool bad, uint32_t *err, uint32_t bit) {
     const bool any = __syncthreads_or(bad) != 0;
@@ -88,7 +75,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     uint64_t stored = 0;
     for (uint64_t g0 = 0; g0 < a.ng_edge; g0 += kExcThreads) {
         const uint64_t g = g0 + tid;
-        uint32_t fw = g < a.ng_edge ? block_flag_word(edge_flags, g, a.nb_edge, bad) : 0u;
+        uint32_t fw = g < a.ng_edge ? sparse_flag_word(edge_flags, g, a.nb_edge, bad) : 0u;
         uint64_t rank = block_sum.exclusive(__popc(fw), stored);
         for (; fw && rank < a.edge_stored; fw &= fw - 1, ++rank) a.block_of[rank] = 32 * g + (__ffs(fw) - 1);
     }
@@ -99,7 +86,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     for (uint64_t j0 = 0; j0 < a.edge_stored; j0 += kExcThreads) {
         const uint64_t j = j0 + tid;
         const uint4 v = j < a.edge_stored ? load16(edge_blocks + 16 * j) : make_uint4(0, 0, 0, 0);
-        uint64_t at = block_sum.exclusive(__popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w), nedges);
+        uint64_t at = block_sum.exclusive(popc16(v), nedges);
         if (j >= a.edge_stored) continue;
         const uint32_t words[4] = {v.x, v.y, v.z, v.w};
         for (int w = 0; w < 4; ++w)
@@ -138,7 +125,7 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     uint64_t change_found = 0;
     for (uint64_t g0 = 0; g0 < a.ng_change; g0 += kExcThreads) {
         const uint64_t g = g0 + tid;
-        const uint32_t fw = g < a.ng_change ? block_flag_word(change_flags, g, a.nb_change, bad) : 0u;
+        const uint32_t fw = g < a.ng_change ? sparse_flag_word(change_flags, g, a.nb_change, bad) : 0u;
         const uint64_t off = block_sum.exclusive(__popc(fw), change_found);
         if (g < a.ng_change) {
             a.flagC[g] = fw;
@@ -153,11 +140,8 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
         uint4 v = make_uint4(0, 0, 0, 0);
         if ((fw >> bit) & 1) {
             v = load16(change_blocks + 16 * ((uint64_t)a.offC[b >> 5] + __popc(fw & low_bits(bit))));
-            if (b == a.nb_change - 1) {  // bytes past the end of the string must be zero, as the encoder wrote them
-                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-                for (uint64_t i = change_bytes - 16 * (a.nb_change - 1); i < 16; ++i)
-                    if ((w[i >> 2] >> (8 * (i & 3))) & 0xFF) bad = true;
-            }
+            // Bytes past the end of the string must be zero, as the encoder wrote them.
+            if (b == a.nb_change - 1 && !tail_bytes_zero(v, change_bytes - 16 * (a.nb_change - 1))) bad = true;
         }
         reinterpret_cast<uint4 *>(a.C)[b] = v;
     }

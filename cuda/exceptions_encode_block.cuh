@@ -58,10 +58,6 @@ __device__ __forceinline__ uint4 mask_block(const uint32_t *__restrict__ M, uint
     return clear_past_n(*reinterpret_cast<const uint4 *>(M + 4 * b), b, n);  // 16-byte aligned: carved
 }
 
-__device__ __forceinline__ uint32_t block_popc(uint4 v) {
-    return __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
-}
-
 // Sum of v over lanes 0 .. lane of the warp (all lanes call it).
 __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
 #pragma unroll
@@ -124,7 +120,7 @@ k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ 
             const bool stored = any_bits(ev);
             if (stored) *reinterpret_cast<uint4 *>(a.E + 4 * b) = ev;
             const uint32_t fw = __ballot_sync(kFullMask, stored);
-            const uint32_t exceptions = __reduce_add_sync(kFullMask, block_popc(m[i]));
+            const uint32_t exceptions = __reduce_add_sync(kFullMask, popc16(m[i]));
             if (lane == 0) {
                 a.flagE[g] = fw;
                 a.group_exceptions[g] = exceptions;
@@ -160,7 +156,7 @@ k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ 
             const uint64_t gg = g0 + src, b = 32 * gg + lane;
             uint64_t rank = __shfl_sync(kFullMask, group_at, src);
             const uint4 m = mask_block(M, b, a.nb_edge, a.n);
-            const uint32_t c = block_popc(m);
+            const uint32_t c = popc16(m);
             rank += warp_inclusive_sum(c, lane) - c;
             const uint32_t words[4] = {m.x, m.y, m.z, m.w};
 #pragma unroll

@@ -88,6 +88,7 @@ __device__ __forceinline__ uint4 load16(const uint8_t *src) {
 }
 
 __device__ __forceinline__ bool any_bits(uint4 v) { return (v.x | v.y | v.z | v.w) != 0; }
+__device__ __forceinline__ uint32_t popc16(uint4 v) { return __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w); }
 
 // Bits [0, k) set (k in 0..32).
 __device__ __forceinline__ uint32_t low_bits(int k) { return k >= 32 ? kFullMask : ((1u << k) - 1u); }
@@ -101,6 +102,28 @@ __device__ __forceinline__ uint32_t existing_bits(uint64_t i, int count, uint64_
 __device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
     const uint64_t start = w * 32;
     return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
+}
+
+// Flag word g (blocks 32g .. 32g+31) of a sparse pass's flag bytes (docs/FORMAT.md section 5), the bits at or past
+// nblocks cleared; `stray` is set where any of them was set (a corrupt stream).
+__device__ __forceinline__ uint32_t sparse_flag_word(const uint8_t *__restrict__ flag_bytes, uint64_t g,
+                                                     uint64_t nblocks, bool &stray) {
+    const uint64_t nbytes = (nblocks + 7) / 8;
+    uint32_t fw = 0;
+    for (int b = 0; b < 4; ++b)
+        if (4 * g + b < nbytes) fw |= (uint32_t)flag_bytes[4 * g + b] << (8 * b);
+    const uint32_t valid = low_bits(valid_bits(g, nblocks));
+    if (fw & ~valid) stray = true;
+    return fw & valid;
+}
+
+// Whether the bytes of a string's last 16-byte block v past its `used` bytes (1..16) are zero, as an encoder writes
+// them.
+__device__ __forceinline__ bool tail_bytes_zero(uint4 v, uint64_t used) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (uint64_t i = used; i < 16; ++i)
+        if ((w[i >> 2] >> (8 * (i & 3))) & 0xFF) return false;
+    return true;
 }
 
 // Bitshuffle of 8 consecutive codes 8j .. 8j+7 of a tile (docs/FORMAT.md section 5), two codes per word of w: byte

@@ -270,7 +270,7 @@ k_tile_exceptions(const uint32_t *__restrict__ mwords, uint64_t ntiles, uint4 *_
 #pragma unroll 4
     for (int k = 0; k < 16; ++k) {
         const uint4 v = w[k];
-        e += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+        e += popc16(v);
     }
     counts[t] = make_uint4(0, 0, e, 0);
 }

@@ -90,13 +90,9 @@ __global__ void k_sparse_read_flags(const uint8_t *__restrict__ flag_bytes, uint
     const uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t ngroups = (nblocks + 31) / 32;
     if (g >= ngroups) return;
-    const uint64_t nbytes = (nblocks + 7) / 8;
-    uint32_t fw = 0;
-    for (int k = 0; k < 4; ++k)
-        if (4 * g + k < nbytes) fw |= (uint32_t)flag_bytes[4 * g + k] << (8 * k);
-    const uint32_t valid = low_bits(valid_bits(g, nblocks));
-    if (fw & ~valid) set_error(err, errbit);
-    fw &= valid;
+    bool stray = false;
+    const uint32_t fw = sparse_flag_word(flag_bytes, g, nblocks, stray);
+    if (stray) set_error(err, errbit);
     flagwords[g] = fw;
     counts[g] = __popc(fw);
 }
@@ -117,13 +113,8 @@ __global__ void k_sparse_expand(const uint32_t *__restrict__ flagwords, const ui
         const uint64_t rank = (uint64_t)off[g] + __popc(fw & low_bits(bit));
         if (rank < nstored) {
             v = load16(stored + 16 * rank);
-            if (b == nblocks - 1) {
-                // Bytes of the last block past the end of the string must be zero, as the encoder wrote them.
-                const uint64_t used = string_bytes - 16 * (nblocks - 1);  // 1..16
-                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-                for (uint64_t i = used; i < 16; ++i)
-                    if ((w[i >> 2] >> (8 * (i & 3))) & 0xFF) set_error(err, errbit);
-            }
+            // Bytes of the last block past the end of the string must be zero, as the encoder wrote them.
+            if (b == nblocks - 1 && !tail_bytes_zero(v, string_bytes - 16 * (nblocks - 1))) set_error(err, errbit);
         } else {
             set_error(err, errbit);
         }
