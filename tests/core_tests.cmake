@@ -10,6 +10,7 @@ add_executable(core_tests
   core_auto_test.cpp
   core_pwrel_test.cpp
   core_threads_test.cpp
+  core_lorenzo_ratio_test.cpp
   core_segments_test.cpp
   core_simd_test.cpp)
 target_link_libraries(core_tests PRIVATE zbound_static GTest::gtest_main)

@@ -5,6 +5,7 @@
 // (cuda/ratio_gpu.cu) writes the same bytes and uses the host-side codebook functions declared here.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 #include "zb_format.h"  // ByteSpan, div_up, kBlockBytes, sparse_flag_bytes
@@ -124,6 +125,32 @@ void ratio_encode_release();
 constexpr uint64_t kRatioZeroUnit = uint64_t(1) << kRatioMinSubBlockLog2;   // divides every sub-block size
 zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
                            std::string &msg, bool allow_runs = true, uint32_t *zeros = nullptr);
+
+// A ratio stream prepared for decoding sub-blocks in any order on any thread (what ratio_decode_cpu does before its
+// parallel loop: the sparse pass into the opening thread's scratch, the sub-blocks' start bits, the code tables).
+// Lets a consumer decode a range of sub-blocks and use the symbols while they are in its cache (the Lorenzo + ratio
+// decoder's slabs). The bitstream lives in the opening thread's scratch: no other ratio call on that thread while
+// the decoder is in use.
+class RatioBlockDecoder {
+public:
+    RatioBlockDecoder();
+    ~RatioBlockDecoder();
+    RatioBlockDecoder(const RatioBlockDecoder &) = delete;
+    RatioBlockDecoder &operator=(const RatioBlockDecoder &) = delete;
+    // Validates and prepares everything ratio_decode_cpu validates before decoding (same errors and messages).
+    zb_status open(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, std::string &msg,
+                   bool allow_runs);
+    int sub_block_log2() const;
+    uint64_t sub_blocks() const;
+    // Decodes sub-blocks [j0, j1) into out (symbol j0 * S + i at out[i]); thread-safe. False when one of them does
+    // not decode to its length (the lowest such sub-block is kept for first_bad()); out is then partly garbage.
+    bool decode(uint64_t j0, uint64_t j1, uint16_t *out);
+    uint64_t first_bad() const;   // ~0 while every decoded sub-block was sound
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // ---- host-side pieces shared with the CUDA backend ---------------------------------------------------------------
 

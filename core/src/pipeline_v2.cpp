@@ -13,6 +13,7 @@
 #include "zb_interp_cpu.h"
 #include "zb_lorenzo.h"
 #include "zb_lorenzo_grid.h"
+#include "zb_lorenzo_ratio.h"
 #include "zb_ratio.h"
 #include "zb_scratch.h"
 #include "zb_simd.h"
@@ -158,44 +159,6 @@ zb_status lorenzo_decode_v2(const Shape &s, double eb, int32_t *codes, const std
     return ZB_OK;
 }
 
-// The ratio encoder's 16-bit codes of the Lorenzo predictor (symbol d + radius, 0 escaped) as a delta source of the
-// Lorenzo grid (zb_lorenzo_grid.h): each piece becomes deltas in the thread's cursor, escaped ones taken from the
-// list by their rank (the escapes before each kRatioZeroUnit codes, from the decoder's counts). No int32 array of
-// codes: on 16 threads its write and three reads (escapes, slab sums, decode) were most of the memory traffic of a
-// decode.
-struct RatioCodeTiles {
-    const uint16_t *c16;
-    const int32_t *escapes;
-    const uint64_t *esc_start;   // the escapes before each kRatioZeroUnit codes (units + 1 entries)
-    int32_t radius;
-
-    struct Cursor {
-        alignas(64) uint32_t d[kTileCodes];
-    };
-    static constexpr uint64_t kUnit = kTileCodes;
-    static constexpr uint64_t U = kRatioZeroUnit;
-    static_assert(kTileCodes % kRatioZeroUnit == 0, "a piece covers whole units but at its ends");
-
-    template <class F> void pieces(Cursor &c, uint64_t begin, uint64_t end, F f) const {
-        while (begin < end) {
-            const uint64_t t0 = begin / kTileCodes * kTileCodes;
-            const uint64_t m = std::min(end, t0 + kTileCodes) - begin;
-            const uint16_t *code = c16 + begin;
-            const uint64_t u0 = begin / U, u1 = div_up(begin + m, U);
-            if (esc_start[u1] == esc_start[u0]) {   // the common case: a loop that vectorizes
-                for (uint64_t j = 0; j < m; ++j) c.d[j] = (uint32_t)((int32_t)code[j] - radius);
-            } else {
-                uint64_t e = esc_start[u0];
-                for (uint64_t i = u0 * U; i < begin; ++i) e += c16[i] == 0;
-                for (uint64_t j = 0; j < m; ++j)
-                    c.d[j] = code[j] ? (uint32_t)((int32_t)code[j] - radius) : (uint32_t)escapes[e++];
-            }
-            f(c.d, begin, m);
-            begin += m;
-        }
-    }
-};
-
 // Lorenzo + ratio inverse straight from the 16-bit codes: the running sums of `zeros` (the decoder's count of escaped
 // codes per kRatioZeroUnit codes: no pass over the codes here) checked against the stream's escape count, then the
 // grid (or rank 1's slabs) reading RatioCodeTiles.
@@ -209,7 +172,7 @@ zb_status lorenzo_decode_ratio_codes(const Shape &s, double eb, const uint16_t *
     const uint64_t total = esc_start.back();
     if (total > nescapes) return corrupt(msg, "more escape codes than escapes");
     if (total != nescapes) return corrupt(msg, "escape count does not match the codes");
-    const RatioCodeTiles src{c16, escapes, esc_start.data(), radius};
+    const RatioCodeTiles src{c16, 0, escapes, esc_start.data(), radius};
     std::vector<RatioCodeTiles::Cursor> cursors((size_t)nt);
     grid::lorenzo_decode(src, cursors.data(), s, lorenzo_one_segment(s), nt, 2.0 * eb, out);
     return ZB_OK;
@@ -336,7 +299,12 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     // lorenzo_decode_ratio_codes its pieces); Lorenzo with the fast encoder widens them to int32 codes, counting the
     // escaped ones per chunk.
     const bool widen = h.predictor != kPredInterp && h.encoder != kEncRatio;
-    uint16_t *c16 = t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
+    // Lorenzo with the ratio encoder in slabs (zb_lorenzo_ratio.h) where the shape suits them: the Huffman decode
+    // and the Lorenzo inverse in one pass from the decoder opened here; else the codes array in between.
+    const LorenzoRatioSlabs slabs = h.predictor != kPredInterp && h.encoder == kEncRatio
+                                        ? lorenzo_ratio_slabs(h.shape, nt) : LorenzoRatioSlabs{};
+    RatioBlockDecoder ratio_dec;
+    uint16_t *c16 = slabs.count ? nullptr : t_v2.codes16.get((size_t)(code_tiles(n) * kTileCodes));
     int32_t *codes = widen ? t_v2.codes.get((size_t)n) : nullptr;
     const int nenc = v2_encoder_segments(h.encoder);
     std::vector<uint64_t> first;
@@ -354,11 +322,17 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     } else {
         ByteSpan rs[kRatioSegmentCount];
         for (int i = 0; i < kRatioSegmentCount; ++i) rs[i] = span(1 + i);
-        if (h.predictor != kPredInterp) zeros.resize((size_t)div_up(n, kRatioZeroUnit));
-        if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg, h.version >= kFormatVersionV4,
-                                            zeros.empty() ? nullptr : zeros.data()))
-            return st;
-        stage_mark("decoder");
+        if (slabs.count) {   // the Huffman sub-blocks with the Lorenzo inverse below
+            if (zb_status st = ratio_dec.open(rs, n, 2 * (uint32_t)radius, nt, msg, h.version >= kFormatVersionV4))
+                return st;
+            stage_mark("sparse");
+        } else {
+            if (h.predictor != kPredInterp) zeros.resize((size_t)div_up(n, kRatioZeroUnit));
+            if (zb_status st = ratio_decode_cpu(rs, n, 2 * (uint32_t)radius, nt, c16, msg,
+                                                h.version >= kFormatVersionV4, zeros.empty() ? nullptr : zeros.data()))
+                return st;
+            stage_mark("decoder");
+        }
     }
     if (widen) stage_mark("widen");
 
@@ -388,8 +362,11 @@ zb_status decompress_t(const Header &h, const uint8_t *stream, T *out, int nt, s
     // values): the stored exception values overwrite what the prefix sums gave there, as in format v1.
     const zb_status st =
         widen ? lorenzo_decode_v2(h.shape, h.eb, codes, first, escapes.data(), h.escapes, out, nt, msg)
-              : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, zeros.data(), radius, escapes.data(), h.escapes, out,
-                                           nt, msg);
+        : slabs.count
+            ? lorenzo_ratio_decode_slabs(h.shape, slabs, h.eb, ratio_dec, radius, escapes.data(), h.escapes, out, nt,
+                                         msg)
+            : lorenzo_decode_ratio_codes(h.shape, h.eb, c16, zeros.data(), radius, escapes.data(), h.escapes, out,
+                                         nt, msg);
     if (st != ZB_OK) return st;
     stage_mark("lorenzo");
     if (h.exceptions && !decode_exceptions(ex, n, h.exceptions, h.runs, out, nullptr, msg, nt)) return ZB_ERR_CORRUPT;

@@ -18,6 +18,7 @@
 #include <new>
 #include "zb_bytes.h"
 #include "zb_cpu.h"
+#include "zb_lorenzo_ratio.h"
 #include "zb_parallel_tasks.h"
 #include "zb_ratio.h"
 #include "zb_scratch.h"
@@ -934,19 +935,6 @@ ZB_ALWAYS_INLINE void decode_step(const uint8_t *bits, SubBlockCursor &c, const 
 // chains ran 1.07x faster than two on the VM (TREFHT lorenzo/ratio, four rounds), two 1.6x faster than one.
 constexpr int kWays = 4;
 
-// zeros[u] = how many of p[u * kRatioZeroUnit ..] (n symbols in all) are 0. Each unit's count is 16 bits wide, so
-// the loop vectorizes in 16-bit lanes.
-ZB_ALWAYS_INLINE void count_zeros_by_unit(const uint16_t *__restrict p, uint64_t n, uint32_t *__restrict zeros) {
-    static_assert(kRatioZeroUnit < 65536, "a unit's count is 16 bits");
-    for (uint64_t u0 = 0; u0 < n; u0 += kRatioZeroUnit) {
-        const uint64_t m = std::min(kRatioZeroUnit, n - u0);
-        uint16_t z = 0;
-        for (uint64_t i = 0; i < m; ++i) z += p[u0 + i] == 0;
-        zeros[u0 / kRatioZeroUnit] = z;
-    }
-}
-ZB_SIMD_CLONES(count_zeros_by_unit)
-
 template <bool kRuns>
 void decode_sub_blocks(const uint8_t *bits, SubBlockCursor *c, const CodeTables &t) {
     auto all_active = [&] {
@@ -962,11 +950,41 @@ void decode_sub_blocks(const uint8_t *bits, SubBlockCursor *c, const CodeTables 
 
 }  // namespace
 
-zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
-                           std::string &msg, bool allow_runs, uint32_t *zeros) {
-    if (!segments || !symbols || n == 0) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no segments or no symbols");
+// The state RatioBlockDecoder::open prepares: the expanded bitstream (in the opening thread's scratch), every
+// sub-block's start bit and the code tables.
+struct RatioBlockDecoder::Impl {
+    RatioCodebook cb;
+    RatioDecodeTables tab;
+    std::vector<uint64_t> multi;
+    std::vector<uint64_t> start;   // start bit of each sub-block, B + 1 entries
+    uint16_t run32[32];
+    const uint8_t *bits = nullptr;
+    uint64_t n = 0, B = 0;
+    std::atomic<uint64_t> bad{~0ull};
+    CodeTables tables() const { return CodeTables{cb, tab.lut.data(), tab.limit, multi.data(), run32}; }
+    void mark_bad(uint64_t j) {   // the lowest bad sub-block is reported
+        uint64_t cur = bad.load();
+        while (j < cur && !bad.compare_exchange_weak(cur, j)) {
+        }
+    }
+};
+
+RatioBlockDecoder::RatioBlockDecoder() = default;
+RatioBlockDecoder::~RatioBlockDecoder() {
+    if (impl_) t_ratio.trim();
+}
+
+int RatioBlockDecoder::sub_block_log2() const { return impl_->cb.sub_block_log2; }
+uint64_t RatioBlockDecoder::sub_blocks() const { return impl_->B; }
+uint64_t RatioBlockDecoder::first_bad() const { return impl_->bad.load(); }
+
+zb_status RatioBlockDecoder::open(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads,
+                                  std::string &msg, bool allow_runs) {
+    if (!segments || n == 0) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no segments or no symbols");
     try {
-        RatioCodebook cb;
+        impl_.reset(new Impl);
+        Impl &d = *impl_;
+        RatioCodebook &cb = d.cb;
         zb_status st = ratio_read_codebook(segments[kRatioSegCodebook], alphabet, cb, msg, allow_runs);
         if (st != ZB_OK) return st;
         st = ratio_check_lengths(segments, n, cb, msg);
@@ -974,6 +992,8 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         const int lg = cb.sub_block_log2;
         const uint64_t S = 1ull << lg, B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
         const uint64_t total = cb.total_bits, bytes = div_up(total, 8);
+        d.n = n;
+        d.B = B;
         int T = resolve_threads(threads, n);
         if ((uint64_t)T > B) T = (int)B;
 
@@ -981,6 +1001,7 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         const ByteSpan fl = segments[kRatioSegFlags], bl = segments[kRatioSegBlocks];
         const uint64_t nstored = bl.size / kBlockBytes;
         uint8_t *bits = t_ratio.bits.get((size_t)(bytes + decode_padding(lg)));
+        d.bits = bits;
         std::memset(bits + bytes, 0, (size_t)decode_padding(lg));
         const uint64_t slice = div_up(div_up(bytes, (uint64_t)T), 128) * 128;
         const int ns = (int)div_up(bytes, slice);
@@ -1004,7 +1025,8 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
             return fail(msg, ZB_ERR_CORRUPT, "ratio bitstream: padding bits after the last code are not zero");
 
         // 2. metadata -> start bit of every sub-block
-        std::vector<uint64_t> start((size_t)B + 1);
+        std::vector<uint64_t> &start = d.start;
+        start.resize((size_t)B + 1);
         const uint8_t *m = segments[kRatioSegMetadata].data;
         for (uint64_t p = 0; p < P; ++p) {
             const uint64_t off = get_u64(m + 8 * p);
@@ -1031,51 +1053,66 @@ zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphab
         }
         start[(size_t)B] = total;
 
-        // 3. sub-blocks in parallel
-        RatioDecodeTables tab;
-        ratio_build_decode_tables(cb, tab);
-        std::vector<uint64_t> multi;
-        build_multi_table(cb, tab.lut.data(), multi);
-        uint16_t run32[32];
-        std::fill(run32, run32 + 32, (uint16_t)cb.run_symbol);
-        const CodeTables tables{cb, tab.lut.data(), tab.limit, multi.data(), run32};
-        std::atomic<uint64_t> bad{~0ull};
-        auto mark_bad = [&](uint64_t j) {   // the lowest bad sub-block is reported
-            uint64_t cur = bad.load();
-            while (j < cur && !bad.compare_exchange_weak(cur, j)) {
-            }
-        };
-        const auto count_zeros =
-            ZB_SIMD_PICK(void (*)(const uint16_t *, uint64_t, uint32_t *), count_zeros_by_unit);
-        // Sub-blocks kWays at a time (decode_step: interleaved chains of lookups), groups taken in turn.
-#pragma omp parallel for num_threads(T) schedule(dynamic, 2)
-        for (int64_t jp = 0; jp < (int64_t)div_up(B, kWays); ++jp) {
-            SubBlockCursor c[kWays];
-            for (int k = 0; k < kWays; ++k) {
-                const uint64_t j = kWays * (uint64_t)jp + (uint64_t)k, i0 = std::min(n, j * S);
-                c[k].pos = j < B ? start[(size_t)j] : 0;
-                c[k].cnt = j < B ? std::min(S, n - i0) : 0;
-                c[k].out = symbols + i0;
-            }
-            if (cb.runs) decode_sub_blocks<true>(bits, c, tables);
-            else decode_sub_blocks<false>(bits, c, tables);
-            for (int k = 0; k < kWays; ++k) {
-                const uint64_t j = kWays * (uint64_t)jp + (uint64_t)k;
-                if (j < B && (c[k].bad || c[k].pos != start[(size_t)j + 1])) mark_bad(j);
-            }
-            if (zeros) {   // the group's symbols while in the cache (S is a multiple of the unit)
-                const uint64_t i0 = std::min(n, kWays * (uint64_t)jp * S), i1 = std::min(n, i0 + kWays * S);
-                count_zeros(symbols + i0, i1 - i0, zeros + i0 / kRatioZeroUnit);
-            }
-        }
-        t_ratio.trim();
-        if (bad.load() != ~0ull)
-            return fail(msg, ZB_ERR_CORRUPT,
-                        "ratio bitstream: sub-block " + std::to_string(bad.load()) + " does not decode to its length");
+        // 3. the tables the sub-blocks are decoded with
+        ratio_build_decode_tables(cb, d.tab);
+        build_multi_table(cb, d.tab.lut.data(), d.multi);
+        std::fill(d.run32, d.run32 + 32, (uint16_t)cb.run_symbol);
         return ZB_OK;
     } catch (const std::bad_alloc &) {
         return fail(msg, ZB_ERR_NOMEM, "ratio: out of memory");
     }
+}
+
+// Sub-blocks kWays at a time (decode_step: interleaved chains of lookups).
+bool RatioBlockDecoder::decode(uint64_t j0, uint64_t j1, uint16_t *out) {
+    Impl &d = *impl_;
+    const uint64_t S = 1ull << d.cb.sub_block_log2;
+    const CodeTables tables = d.tables();
+    bool ok = true;
+    for (uint64_t g = j0; g < j1; g += kWays) {
+        SubBlockCursor c[kWays];
+        for (int k = 0; k < kWays; ++k) {
+            const uint64_t j = g + (uint64_t)k;
+            c[k].pos = j < j1 ? d.start[(size_t)j] : 0;
+            c[k].cnt = j < j1 ? std::min(S, d.n - j * S) : 0;
+            c[k].out = out + (j - j0) * S;
+        }
+        if (d.cb.runs) decode_sub_blocks<true>(d.bits, c, tables);
+        else decode_sub_blocks<false>(d.bits, c, tables);
+        for (int k = 0; k < kWays; ++k) {
+            const uint64_t j = g + (uint64_t)k;
+            if (j < j1 && (c[k].bad || c[k].pos != d.start[(size_t)j + 1])) {
+                d.mark_bad(j);
+                ok = false;
+            }
+        }
+    }
+    return ok;
+}
+
+zb_status ratio_decode_cpu(const ByteSpan *segments, uint64_t n, uint32_t alphabet, int threads, uint16_t *symbols,
+                           std::string &msg, bool allow_runs, uint32_t *zeros) {
+    if (!symbols) return fail(msg, ZB_ERR_INVALID_ARG, "ratio: no segments or no symbols");
+    RatioBlockDecoder dec;
+    if (zb_status st = dec.open(segments, n, alphabet, threads, msg, allow_runs)) return st;
+    const uint64_t S = 1ull << dec.sub_block_log2(), B = dec.sub_blocks();
+    int T = resolve_threads(threads, n);
+    if ((uint64_t)T > B) T = (int)B;
+    const auto count_zeros = ZB_SIMD_PICK(void (*)(const uint16_t *, uint64_t, uint32_t *), count_zeros_by_unit);
+    // Groups of kWays sub-blocks taken in turn.
+#pragma omp parallel for num_threads(T) schedule(dynamic, 2)
+    for (int64_t jp = 0; jp < (int64_t)div_up(B, kWays); ++jp) {
+        const uint64_t j0 = kWays * (uint64_t)jp, j1 = std::min(B, j0 + kWays);
+        dec.decode(j0, j1, symbols + j0 * S);
+        if (zeros) {   // the group's symbols while in the cache (S is a multiple of the unit)
+            const uint64_t i0 = j0 * S, i1 = std::min(n, j1 * S);
+            count_zeros(symbols + i0, i1 - i0, zeros + i0 / kRatioZeroUnit);
+        }
+    }
+    if (dec.first_bad() != ~0ull)
+        return fail(msg, ZB_ERR_CORRUPT,
+                    "ratio bitstream: sub-block " + std::to_string(dec.first_bad()) + " does not decode to its length");
+    return ZB_OK;
 }
 
 }  // namespace zb
