@@ -82,13 +82,17 @@ template <typename T> void check_same_values(uint32_t seed) {
 TEST(LorenzoRatioSlabs, SameValuesAsTwoPassesF32) { check_same_values<float>(41); }
 TEST(LorenzoRatioSlabs, SameValuesAsTwoPassesF64) { check_same_values<double>(42); }
 
-// Where slabs are not taken: rank 1, layers larger than a slab, fewer than two slabs per thread.
+// The plan: slabs of up to 2^17 codes, at least two per thread, of at least 2^15; else (and for rank 1 and layers
+// larger than a slab) two passes.
 TEST(LorenzoRatioSlabs, PlanFallsBackToTwoPasses) {
     EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({1u << 22}), 1).count, 0u);
     EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({8, 400, 400}), 1).count, 0u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 5).count, 0u);   // 8 slabs for 5 threads
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 1).layers_per_slab, 16u);   // 16 planes of 7747: 2^17 codes
     EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 4).count, 8u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({3, 5}), 1).count, 1u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 5).layers_per_slab, 12u);   // two slabs per thread
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 5).count, 10u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 16).count, 0u);   // 3 planes a slab: under 2^15 codes
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({5, 7000}), 1).count, 1u);
     const zbt::ScopedEnv off("ZBOUND_CPU_LORENZO_SLABS", "0");
     EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 1).count, 0u);
 }

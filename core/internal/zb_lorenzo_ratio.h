@@ -63,9 +63,10 @@ struct RatioCodeTiles {
     }
 };
 
-// Slabs of consecutive layers (one index of the slowest dim: a plane in rank 3, a row in rank 2) of about
-// 2^17 codes each, taken in turn by the threads. count 0: the shape or the thread count does not suit them (rank 1,
-// layers of more than a slab, fewer than two slabs per thread), and the caller decodes in two passes.
+// Slabs of consecutive layers (one index of the slowest dim: a plane in rank 3, a row in rank 2) of up to 2^17
+// codes each, at least two per thread, taken in turn by the threads. count 0: the shape or the thread count does not
+// suit them (rank 1, layers of more than 2^17 values, slabs of fewer than 2^15 codes), and the caller decodes in two
+// passes.
 struct LorenzoRatioSlabs {
     uint64_t layers_per_slab = 0;
     uint64_t count = 0;

@@ -32,6 +32,8 @@ namespace zb {
 namespace {
 
 constexpr uint64_t kSlabCodes = uint64_t(1) << 17;   // 256 KiB of codes: in a core's L2 with its planes
+// Smaller slabs (arrays of few layers per thread) would spend much of their time handing a plane over.
+constexpr uint64_t kMinSlabCodes = uint64_t(1) << 15;
 
 // The messages of the two-pass decoder: the ratio stage's own, the pipeline's with its prefix.
 zb_status corrupt(std::string &msg, const std::string &what, bool pipeline) {
@@ -64,10 +66,11 @@ LorenzoRatioSlabs lorenzo_ratio_slabs(const Shape &s, int nt) {
     if (s.rank < 2 || (e && std::strcmp(e, "0") == 0)) return p;
     const uint64_t layers = s.dims[0], lsize = s.n / layers;
     if (lsize > kSlabCodes) return p;
-    const uint64_t per = kSlabCodes / lsize, count = div_up(layers, per);
-    if (nt > 1 && count < 2 * (uint64_t)nt) return p;
+    uint64_t per = kSlabCodes / lsize;
+    if (nt > 1) per = std::min(per, layers / (2 * (uint64_t)nt));   // at least two slabs per thread
+    if (per * lsize < kMinSlabCodes) return p;
     p.layers_per_slab = per;
-    p.count = count;
+    p.count = div_up(layers, per);
     return p;
 }
 
