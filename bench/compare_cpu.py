@@ -288,25 +288,31 @@ def main():
             loses = ", ".join(f"{n} ({z['ratio'] / q['ratio']:.2f})" for n, z, q in pairs if z["ratio"] < q["ratio"])
             print(f"| {rel:g} | {len(pairs)} | {gm:.3f} | {dpsnr:+.2f} | {loses or '-'} |")
 
-    # ---- acceptance checks of the issue ----
-    print("\nzbound (fast pipeline, CLI) vs SZ3, one thread:")
-    print("| field | rel eb | zbound/SZ3 compress speed | zbound/SZ3 decompress speed | zbound CR / SZ3 CR |")
-    print("|---|---|---|---|---|")
+    # ---- speed against SZ3, per zbound pipeline measured (issue 7 criteria 1 and 2) ----
     checks = []
-    for key in sorted({(r["field"], r["rel"]) for r in rows}, key=lambda k: (k[0], -k[1])):
-        z = next(r for r in rows if (r["field"], r["rel"]) == key and r["tool"] == "zbound")
-        s = next(r for r in rows if (r["field"], r["rel"]) == key and r["tool"] == "sz3")
-        if s.get("error"):
-            print(f"| {key[0]} | {key[1]:g} | SZ3 {s['error']} | | |")
-            continue
-        cs, ds, cr = z["compress_mbps"] / s["compress_mbps"], z["decompress_mbps"] / s["decompress_mbps"], z["ratio"] / s["ratio"]
-        checks.append({"field": key[0], "rel": key[1], "compress_speedup_vs_sz3": cs,
-                       "decompress_speedup_vs_sz3": ds, "ratio_vs_sz3": cr})
-        print(f"| {key[0]} | {key[1]:g} | {cs:.2f}x | {ds:.2f}x | {cr:.2f} |")
+    for pl in args.pipelines.split(","):
+        tool = "zbound" if pl == "lorenzo/fast" else f"zbound:{pl}"
+        print(f"\nzbound {pl} (CLI) vs SZ3, one thread:")
+        print("| field | rel eb | zbound/SZ3 compress speed | zbound/SZ3 decompress speed | zbound CR / SZ3 CR |")
+        print("|---|---|---|---|---|")
+        for key in sorted({(r["field"], r["rel"]) for r in rows}, key=lambda k: (k[0], -k[1])):
+            z = next((r for r in rows if (r["field"], r["rel"]) == key and r["tool"] == tool), None)
+            s = next((r for r in rows if (r["field"], r["rel"]) == key and r["tool"] == "sz3"), None)
+            if z is None or s is None or z.get("error"):
+                continue
+            if s.get("error"):
+                print(f"| {key[0]} | {key[1]:g} | SZ3 {s['error']} | | |")
+                continue
+            cs, ds = z["compress_mbps"] / s["compress_mbps"], z["decompress_mbps"] / s["decompress_mbps"]
+            cr = z["ratio"] / s["ratio"]
+            checks.append({"pipeline": pl, "field": key[0], "rel": key[1], "compress_speedup_vs_sz3": cs,
+                           "decompress_speedup_vs_sz3": ds, "ratio_vs_sz3": cr})
+            print(f"| {key[0]} | {key[1]:g} | {cs:.2f}x | {ds:.2f}x | {cr:.2f} |")
+        mine = [c for c in checks if c["pipeline"] == pl]
+        if mine:
+            print(f"lowest: compress {min(c['compress_speedup_vs_sz3'] for c in mine):.2f}x, decompress "
+                  f"{min(c['decompress_speedup_vs_sz3'] for c in mine):.2f}x")
     t = [r for r in rows if r["field"] == "cesm_trefht" and r["rel"] == 1e-3 and r["tool"] == "zbound"]
-    speed_ok = bool(checks) and all(c["compress_speedup_vs_sz3"] >= 2.0 for c in checks)
-    print(f"\ncompress throughput >= 2x SZ3 on every field and bound: {'yes' if speed_ok else 'NO'} "
-          f"(min {min(c['compress_speedup_vs_sz3'] for c in checks):.2f}x)")
     if t:
         ok = t[0]["ratio"] >= 7.5 and t[0]["violations"] == 0
         print(f"TREFHT 440x64x128 rel 1e-3 ratio {t[0]['ratio']:.3f} (>= 7.5 with the bound held: {'yes' if ok else 'NO'})")
