@@ -19,7 +19,6 @@
 #include <omp.h>
 #include <atomic>
 #include <cstdlib>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
