@@ -10,22 +10,10 @@
 #include "zb_format.h"
 #include "zb_lorenzo_ratio.h"
 #include "zb_ratio.h"
-#include "zb_shape.h"
 
 namespace {
 
 using Dims = std::vector<size_t>;
-
-zb::Shape shape_of(const Dims &d) {
-    zb::Shape s;
-    s.rank = (int)d.size();
-    s.n = 1;
-    for (size_t i = 0; i < d.size(); ++i) {
-        s.dims[i] = d[i];
-        s.n *= d[i];
-    }
-    return s;
-}
 
 // A smooth field with jumps every 7919 values (escaped codes: deltas past the ratio encoder's radius, in most
 // slabs), NaN and a run of them (exceptions).
@@ -69,7 +57,7 @@ template <typename T> void check_same_values(uint32_t seed) {
         ASSERT_EQ(decode(s.bytes, ref, 1, false).first, ZB_OK) << what;
         EXPECT_EQ(zbt::count_violations(data, ref, 1e-3), 0u) << what;
         for (int threads : {1, 2, 3, 4}) {
-            ASSERT_GE(zb::lorenzo_ratio_slabs(shape_of(dims), threads).count, 8u) << what;   // slabs are taken
+            ASSERT_GE(zb::lorenzo_ratio_slabs(zbt::shape_of(dims), threads).count, 8u) << what;   // slabs are taken
             std::fill(out.begin(), out.end(), (T)0);
             ASSERT_EQ(decode(s.bytes, out, threads, true).first, ZB_OK) << what << ", " << threads << " threads";
             size_t differ = 0;
@@ -85,16 +73,16 @@ TEST(LorenzoRatioSlabs, SameValuesAsTwoPassesF64) { check_same_values<double>(42
 // The plan: slabs of up to 2^17 codes, at least two per thread, of at least 2^15; else (and for rank 1 and layers
 // larger than a slab) two passes.
 TEST(LorenzoRatioSlabs, PlanFallsBackToTwoPasses) {
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({1u << 22}), 1).count, 0u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({8, 400, 400}), 1).count, 0u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 1).layers_per_slab, 16u);   // 16 planes of 7747: 2^17 codes
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 4).count, 8u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 5).layers_per_slab, 12u);   // two slabs per thread
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 5).count, 10u);
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 16).count, 0u);   // 3 planes a slab: under 2^15 codes
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of({5, 7000}), 1).count, 1u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of({1u << 22}), 1).count, 0u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of({8, 400, 400}), 1).count, 0u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 1).layers_per_slab, 16u);   // 16 planes of 7747: 2^17 codes
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 4).count, 8u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 5).layers_per_slab, 12u);   // two slabs per thread
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 5).count, 10u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 16).count, 0u);   // 3 planes a slab: under 2^15 codes
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of({5, 7000}), 1).count, 1u);
     const zbt::ScopedEnv off("ZBOUND_CPU_LORENZO_SLABS", "0");
-    EXPECT_EQ(zb::lorenzo_ratio_slabs(shape_of(k3d), 1).count, 0u);
+    EXPECT_EQ(zb::lorenzo_ratio_slabs(zbt::shape_of(k3d), 1).count, 0u);
 }
 
 // One stored escape too many or too few: corrupt, as in two passes, whichever slab the count runs out in.

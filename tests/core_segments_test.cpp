@@ -17,12 +17,6 @@ namespace {
 
 using Dims = std::vector<size_t>;
 
-zb::Shape shape_of(const Dims &d) {
-    zb::Shape s;
-    EXPECT_TRUE(zb::fold_shape((int)d.size(), d.data(), s));
-    return s;
-}
-
 TEST(LorenzoSegments, SizesFollowTheRule) {
     struct Want {
         Dims dims;
@@ -39,10 +33,10 @@ TEST(LorenzoSegments, SizesFollowTheRule) {
         {{10, 7}, 10, 1},              // small arrays are one segment
     };
     for (const Want &w : cases) {
-        const zb::LorenzoSegments g = zb::lorenzo_segments(shape_of(w.dims));
+        const zb::LorenzoSegments g = zb::lorenzo_segments(zbt::shape_of(w.dims));
         EXPECT_EQ(g.per_segment, w.per_segment) << w.dims[0];
         EXPECT_EQ(g.count(), w.count) << w.dims[0];
-        EXPECT_EQ(zb::lorenzo_fast_version(shape_of(w.dims)), w.count > 1 ? 6 : 1);
+        EXPECT_EQ(zb::lorenzo_fast_version(zbt::shape_of(w.dims)), w.count > 1 ? 6 : 1);
     }
 }
 
@@ -80,7 +74,7 @@ std::vector<uint8_t> escape_bytes(const std::vector<uint8_t> &stream) {
 // `dims` holds several segments whose sizes are whole tiles; segment k is compressed alone (its layers as an array
 // of the same rank) and its tiles must equal the whole stream's tiles of that segment.
 template <typename T> void check_segments(const Dims &dims) {
-    const zb::LorenzoSegments g = zb::lorenzo_segments(shape_of(dims));
+    const zb::LorenzoSegments g = zb::lorenzo_segments(zbt::shape_of(dims));
     ASSERT_GT(g.count(), 1u);
     ASSERT_EQ(g.per_segment * g.layer_values % zb::kTileCodes, 0u) << "the test needs whole tiles per segment";
     const std::vector<T> data = zbt::smooth_field<T>(dims, 0.02, 7, 250.0);

@@ -12,6 +12,7 @@
 #include "zb_bytes.h"
 #include "zb_crc32c.h"
 #include "zb_format.h"
+#include "zb_shape.h"
 #include "zbound.h"
 
 namespace zbt {
@@ -37,6 +38,13 @@ private:
 };
 
 template <typename T> constexpr zb_dtype dtype_of() { return sizeof(T) == 8 ? ZB_F64 : ZB_F32; }
+
+// The library's shape of an array of these dims (zb::fold_shape, as the API builds it).
+inline zb::Shape shape_of(const std::vector<size_t> &d) {
+    zb::Shape s;
+    EXPECT_TRUE(zb::fold_shape((int)d.size(), d.data(), s));
+    return s;
+}
 
 // Parameters for the CPU backend: `bound` in `mode`, the given predictor and encoder, `threads` (0: the default).
 inline zb_params cpu_params(zb_mode mode, double bound, zb_predictor pred, zb_encoder enc, int threads = 0) {
