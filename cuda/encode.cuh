@@ -748,7 +748,7 @@ __global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_
     if (w >= nwords) return;
     const uint32_t m = M[w];
     const uint32_t prev = w ? (M[w - 1] >> 31) : 0u;
-    E[w] = (m ^ ((m << 1) | prev)) & low_bits(valid_bits(w, n));
+    E[w] = edge_bits(m, prev) & low_bits(valid_bits(w, n));
 }
 
 // Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, a multiple of 4, zero past k), with

@@ -112,9 +112,8 @@ k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ 
                 }
                 continue;
             }
-            const uint4 e = make_uint4(m[i].x ^ ((m[i].x << 1) | prev), m[i].y ^ ((m[i].y << 1) | (m[i].x >> 31)),
-                                       m[i].z ^ ((m[i].z << 1) | (m[i].y >> 31)),
-                                       m[i].w ^ ((m[i].w << 1) | (m[i].z >> 31)));
+            const uint4 e = make_uint4(edge_bits(m[i].x, prev), edge_bits(m[i].y, m[i].x >> 31),
+                                       edge_bits(m[i].z, m[i].y >> 31), edge_bits(m[i].w, m[i].z >> 31));
             // Bits past n: the mask is zero there, but its last one's edge (a run reaching n) is not stored.
             const uint4 ev = clear_past_n(e, b, a.n);
             const bool stored = any_bits(ev);

@@ -90,6 +90,10 @@ __device__ __forceinline__ uint4 load16(const uint8_t *src) {
 __device__ __forceinline__ bool any_bits(uint4 v) { return (v.x | v.y | v.z | v.w) != 0; }
 __device__ __forceinline__ uint32_t popc16(uint4 v) { return __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w); }
 
+// A word of the exception mask's edges (docs/FORMAT.md section 5): bit i set where mask bit i differs from the bit
+// before it; prev is the last bit of the word before (0 for the first word).
+__device__ __forceinline__ uint32_t edge_bits(uint32_t m, uint32_t prev) { return m ^ ((m << 1) | prev); }
+
 // Bits [0, k) set (k in 0..32).
 __device__ __forceinline__ uint32_t low_bits(int k) { return k >= 32 ? kFullMask : ((1u << k) - 1u); }
 
