@@ -16,6 +16,10 @@ SimdLevel simd_level_supported();
 const char *simd_level_name(SimdLevel level);
 // Tests and benchmarks: use `level` (lowered to what the CPU has) from now on, in every thread.
 void set_simd_level(SimdLevel level);
+// Whether AVX-512 gathers and scatters beat vectors assembled one lane at a time on this CPU: true on Intel, false on
+// AMD, whose Zen 4 runs them as microcode (interp encoder's strided rows on an EPYC VM: 25 ms with them, 16.5 with
+// the AVX2 rows' scalar loads; on the Xeon of the device machine the gathers were the faster, bench/NOTES.md 94).
+bool simd_fast_gathers();
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ZB_SIMD_X86 1

@@ -107,6 +107,36 @@ void decode_row_base(const DecodePass<T> &dp, int64_t z, int64_t y, const Row &r
     walk_row(dp.g, dp.out, z, y, row, body);
 }
 
+// The row functions of the vector level in use: `dense` for rows whose points are at most two values apart, `strided`
+// for sparser ones (the passes of strides 2 and 4 that step over x: dx 4 or 8), whose vector lanes are gathered and
+// scattered one by one. The decoder's strided rows run fastest on the baseline's fused scalar loop at every level
+// (stride 2 of a 64 MB TREFHT on the EPYC VM 11.1 -> 8.1 ms with one thread; 256 MB on the Xeon's 16 threads
+// 5.8-6.3 -> 4.2-4.8 ms), the encoder's on the AVX-512 gathers where they are fast (simd_fast_gathers), else on the
+// AVX2 rows (EPYC VM 25 -> 16.5 ms; the baseline 21). bench/NOTES.md 94.
+template <typename F> struct RowFunctions {
+    F dense, strided;
+    F operator()(const Row &row) const { return row.dx > 2 ? strided : dense; }
+};
+template <typename T> auto encode_row_functions() {
+    RowFunctions<decltype(&encode_row_base<T>)> f{encode_row_base<T>, encode_row_base<T>};
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) f.dense = f.strided = encode_row_avx2<T>;
+    if (simd_level() >= kSimdAvx512) {
+        f.dense = encode_row_avx512<T>;
+        if (simd_fast_gathers()) f.strided = encode_row_avx512<T>;
+    }
+#endif
+    return f;
+}
+template <typename T> auto decode_row_functions() {
+    RowFunctions<decltype(&decode_row_base<T>)> f{decode_row_base<T>, decode_row_base<T>};
+#if ZB_SIMD_X86
+    if (simd_level() >= kSimdAvx2) f.dense = decode_row_avx2<T>;
+    if (simd_level() >= kSimdAvx512) f.dense = decode_row_avx512<T>;
+#endif
+    return f;
+}
+
 // Position in the code array of a point (docs/FORMAT.md sections 8 and 10).
 struct CodePos {
     InterpCodeOrder order;
@@ -343,13 +373,9 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
     for_each_escape(anchors, first, nt, [&](uint64_t a) { return anchor_code(a) == Code16T::kEscaped; },
                     [&](uint64_t a, uint64_t e) { escapes[esc0 + e] = delta_at((int64_t)a); }, kAnchorChunk);
     stage_mark("anchors");
-    // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order, with the row function of
+    // Levels from stride 4 down to 1; within a level one pass per dim in the tuned order, with the row functions of
     // the vector level in use.
-    auto encode_row = encode_row_base<T>;
-#if ZB_SIMD_X86
-    if (simd_level() >= kSimdAvx2) encode_row = encode_row_avx2<T>;
-    if (simd_level() >= kSimdAvx512) encode_row = encode_row_avx512<T>;
-#endif
+    const auto encode_row = encode_row_functions<T>();
     const auto narrow = ZB_SIMD_PICK(void (*)(const int32_t *, uint16_t *, int64_t, Code16T), narrow_row);
     int64_t base = L.size();
     for (int l = kInterpLevels - 1; l >= 0; --l) {
@@ -363,7 +389,7 @@ void interp_encode_form(const T *x, const Shape &s, const InterpParams &ip, Inte
             ep[i].store_recon = !(l == 0 && i == 2);   // the last pass's reconstructions are never read
         }
         auto encode_one_row = [&](int i, int64_t z, int64_t y, const Row &row, RowScratch &scratch) {
-            encode_row(ep[i], z, y, row, scratch.codes, 1, scratch.pred);
+            encode_row(row)(ep[i], z, y, row, scratch.codes, 1, scratch.pred);
             uint16_t *dst = level.pos[i].codes(c16, row);
             const int64_t step = level.pos[i].code_step(row);
             if (step == 1) narrow(scratch.codes, dst, row.count, code16);
@@ -427,11 +453,7 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
     }
     stage_mark("anchors");
     // Levels, as the encoder ran them.
-    auto decode_row = decode_row_base<T>;
-#if ZB_SIMD_X86
-    if (simd_level() >= kSimdAvx2) decode_row = decode_row_avx2<T>;
-    if (simd_level() >= kSimdAvx512) decode_row = decode_row_avx512<T>;
-#endif
+    const auto decode_row = decode_row_functions<T>();
     // The codes are in (-radius, radius) by their 16-bit form; escaped ones may be anchors only (checked above), so
     // the rows count theirs.
     const auto widen = ZB_SIMD_PICK(uint32_t (*)(const uint16_t *, int32_t *, int64_t, Code32T), widen_row);
@@ -456,7 +478,7 @@ zb_status interp_decode_form(const Shape &s, const InterpParams &ip, InterpCodeO
                 }
             }
             scratch.count += escaped;
-            decode_row(dp[i], z, y, row, scratch.codes, 1, scratch.pred);
+            decode_row(row)(dp[i], z, y, row, scratch.codes, 1, scratch.pred);
         };
         const uint64_t stray_escapes = for_each_level_row(level.p, d, st, nt, kDecodeMinPoints, decode_one_row);
         base = level.end;

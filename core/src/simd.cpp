@@ -47,6 +47,18 @@ void set_simd_level(SimdLevel level) {
     current().store((int)(level < best ? level : best), std::memory_order_relaxed);
 }
 
+bool simd_fast_gathers() {
+#if ZB_SIMD_X86
+    static const bool fast = [] {
+        __builtin_cpu_init();
+        return !__builtin_cpu_is("amd");
+    }();
+    return fast;
+#else
+    return false;
+#endif
+}
+
 const char *simd_level_name(SimdLevel level) {
     switch (level) {
         case kSimdAvx512: return "avx512";
