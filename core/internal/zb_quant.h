@@ -130,11 +130,15 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
     // |t| < 2^31 the sum's spacing is 1), and `rounded` is that integer as a double, i.e. (double)qi exactly, so
     // dequantize<T>(qi) is the product below. On the GPU, where conversions between int and double issue at a
     // quarter of the arithmetic rate, qi is read from the bits instead of converted.
-    const double shifted = add_rn(in_range ? t : 0.0, kRoundMagic);
-    const double rounded = sub_rn(shifted, kRoundMagic);
+    // On the GPU, t goes in unselected: __double2loint reads the bits of any double, and where t is out of range the
+    // value is not regular (q = 0 below) whatever qi and r are (two selects and a compare per value fewer).
 #if defined(__CUDA_ARCH__)
+    const double shifted = add_rn(t, kRoundMagic);
+    const double rounded = sub_rn(shifted, kRoundMagic);
     const int32_t qi = (int32_t)__double2loint(shifted);
 #else
+    const double shifted = add_rn(in_range ? t : 0.0, kRoundMagic);
+    const double rounded = sub_rn(shifted, kRoundMagic);
     const int32_t qi = (int32_t)rounded;
 #endif
     const T r = (T)mul_rn(rounded, p.twoeb);
@@ -151,10 +155,10 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
 // Selects only (no branch), so that the CPU's code loops vectorize; the magnitude in unsigned arithmetic, so that
 // INT32_MIN is an escape too.
 ZB_HD uint16_t delta_to_code(int32_t d) {
-    const bool negative = d < 0;
-    const uint32_t mag = negative ? 0u - (uint32_t)d : (uint32_t)d;
-    const uint16_t code = (uint16_t)((negative ? 0x8000u : 0u) | (mag & 0x7FFFu));
-    return mag <= (uint32_t)kMaxCodeMagnitude ? code : kEscapeCode;
+    const uint32_t mag = d < 0 ? 0u - (uint32_t)d : (uint32_t)d;
+    // Magnitudes past 32767 become 0x8000, which with either sign bit is kEscapeCode.
+    const uint32_t capped = mag < 0x8000u ? mag : 0x8000u;
+    return (uint16_t)(capped | (((uint32_t)d >> 16) & 0x8000u));
 }
 
 // Inverse of delta_to_code for non-escape codes.
