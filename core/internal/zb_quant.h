@@ -122,7 +122,8 @@ ZB_HD double round_half_even(double t) {
 template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q) {
     using U = typename FloatBits<T>::U;
     const U fill = (U)p.fill_bits;
-    const bool special = (!is_finite_value(x)) | ((p.has_fill != 0) & (bits_of(x) == fill));
+    // A NaN or infinite x needs no test of its own: t is then NaN or infinite (recip >= 0), never in range.
+    const bool fill_value = (p.has_fill != 0) & (bits_of(x) == fill);
     const double xd = (double)x;
     const double t = mul_rn(xd, p.recip);
     const bool in_range = (abs_value(t) < kQuantLimit) & (p.eb > 0);  // false for NaN t as well
@@ -146,7 +147,7 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
     // A zero must come back with its sign. For x = +-0 the quantizer gives q = 0 and r = +0 (eb > 0 whenever the
     // value can be regular), so the test "x == 0 and its sign differs from r's" is "x is -0.0".
     const bool sign_ok = bits_of(x) != (U(1) << (8 * sizeof(T) - 1));
-    const bool regular = (!special) & in_range & within & sign_ok;
+    const bool regular = (!fill_value) & in_range & within & sign_ok;
     q = regular ? qi : 0;
     return regular;
 }
