@@ -706,26 +706,24 @@ __device__ __forceinline__ bool exceptions_fit(const unsigned long long *d_k, ui
 }
 
 // Exception values in index order: V[offset of the tile + rank in the tile] = bits of x. A block looks at
-// kGatherTiles tiles and takes those with exceptions in turn (one block per tile spent 80 us of a 1 GB encode
-// starting blocks for tiles without any); 256 threads per tile, 8 consecutive values each (one byte of a mask
-// word), ranks from a block scan of the per-thread counts. Four tiles, not more: where most tiles have exceptions
-// (gmt_sst, 40 % NaN) a block's tiles come one after another (1 GB compression 361 -> 357 GB/s with 4, 351 with 16;
-// TREFHT 544 -> 559 and 563).
-constexpr unsigned kGatherTiles = 4;
+// `per_block` tiles (gather_tiles) and takes those with exceptions in turn (one block per tile spent 80 us of a 1 GB
+// encode starting blocks for tiles without any); 256 threads per tile, 8 consecutive values each (one byte of a mask
+// word), ranks from a block scan of the per-thread counts.
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
 k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords, const uint4 *__restrict__ counts,
-                    const uint4 *__restrict__ offs, uint64_t ntiles, typename FloatBits<T>::U *__restrict__ V,
-                    const unsigned long long *__restrict__ d_k, uint64_t kcap) {
+                    const uint4 *__restrict__ offs, uint64_t ntiles, uint32_t per_block,
+                    typename FloatBits<T>::U *__restrict__ V, const unsigned long long *__restrict__ d_k,
+                    uint64_t kcap) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
-    __shared__ uint32_t listed, list[kGatherTiles];  // tiles of this block with exceptions (any order)
+    __shared__ uint32_t listed, list[kTileThreads];  // tiles of this block with exceptions (any order)
     if (!exceptions_fit(d_k, kcap)) return;
     const int j = threadIdx.x;
-    const uint64_t t0 = (uint64_t)blockIdx.x * kGatherTiles;
+    const uint64_t t0 = (uint64_t)blockIdx.x * per_block;
     if (j == 0) listed = 0;
     __syncthreads();
-    if (j < (int)kGatherTiles && t0 + j < ntiles && counts[t0 + j].z) list[atomicAdd(&listed, 1u)] = (uint32_t)j;
+    if (j < (int)per_block && t0 + j < ntiles && counts[t0 + j].z) list[atomicAdd(&listed, 1u)] = (uint32_t)j;
     __syncthreads();
     for (uint32_t i = 0; i < listed; ++i) {
         const uint64_t t = t0 + list[i];
@@ -741,14 +739,33 @@ k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords
     }
 }
 
-// Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared (all zero where there are no exceptions: it
-// runs whatever their count, so that the flags and scans after it never read unwritten words).
-__global__ void k_edges(const uint32_t *__restrict__ M, uint64_t nwords, uint64_t n, uint32_t *__restrict__ E) {
-    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= nwords) return;
-    const uint32_t m = M[w];
-    const uint32_t prev = w ? (M[w - 1] >> 31) : 0u;
-    E[w] = edge_bits(m, prev) & low_bits(valid_bits(w, n));
+// Edge mask E[i] = M[i] xor M[i-1] as words, bits at or past n cleared, and its sparse flags (as sparse_flags's:
+// flag words and their popcounts): thread b makes the four edge words of 16-byte block b (nblocks of them) from four
+// mask words and the top bit of the word before (the lane before's, or lane 0's own load), and stores the block only
+// where it is not zero: the sparse copy reads flagged blocks only. (E written whole by a kernel of its own and read
+// back by sparse_flags took 39 us of a 1 GB compression, ncu.)
+__global__ void k_edge_flags(const uint4 *__restrict__ M4, uint64_t nblocks, uint64_t n, uint4 *__restrict__ E4,
+                             uint32_t *__restrict__ flagwords, uint32_t *__restrict__ counts) {
+    const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t g = b >> 5;
+    if ((g << 5) >= nblocks) return;  // the whole warp is past the end
+    const int lane = threadIdx.x & 31;
+    const uint4 m = b < nblocks ? M4[b] : make_uint4(0, 0, 0, 0);
+    uint32_t prev = __shfl_up_sync(kFullMask, m.w, 1) >> 31;
+    if (lane == 0) prev = b ? reinterpret_cast<const uint32_t *>(M4)[4 * b - 1] >> 31 : 0u;
+    const uint64_t w = 4 * b;
+    uint4 e;
+    e.x = edge_bits(m.x, prev) & low_bits(valid_bits(w, n));
+    e.y = edge_bits(m.y, m.x >> 31) & low_bits(valid_bits(w + 1, n));
+    e.z = edge_bits(m.z, m.y >> 31) & low_bits(valid_bits(w + 2, n));
+    e.w = edge_bits(m.w, m.z >> 31) & low_bits(valid_bits(w + 3, n));
+    const bool nz = b < nblocks && any_bits(e);
+    if (nz) E4[b] = e;
+    const uint32_t fw = __ballot_sync(kFullMask, nz);
+    if (lane == 0) {
+        flagwords[g] = fw;
+        counts[g] = __popc(fw);
+    }
 }
 
 // Change bits C[j] = (j == 0 || V[j] != V[j-1]) packed in words (nwords of them, a multiple of 4, zero past k), with
@@ -786,25 +803,30 @@ __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwor
 // of bit b. (One thread per exception spent about as long starting blocks as reading C where the runs are few and
 // the exceptions many: a NaN land mask has one run for 40 % of the values.)
 // words (or nullptr): a stream laid out on the device, dst its payload.
+// A warp takes `per_warp` (at most 32) consecutive words, lane l word l (runs_per_warp: fewer where the words are
+// few, so that they spread over more warps: 63 words on two warps took 17 us of a 1 GB compression, one value load
+// after another).
 template <typename U>
-__global__ void k_runs(const U *__restrict__ V, uint64_t nwords, const uint32_t *__restrict__ C,
+__global__ void k_runs(const U *__restrict__ V, uint64_t nwords, uint32_t per_warp, const uint32_t *__restrict__ C,
                        const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst,
                        const EncodeWords *__restrict__ words) {
-    const uint64_t w = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * per_warp;  // the warp's first word
     const int lane = threadIdx.x & 31;
-    if (w - lane >= nwords) return;   // the whole warp is past the end
+    if (w0 >= nwords) return;   // the whole warp is past the end
     if (words) {
         if (words->status != kLayoutOk || words->len[kSegExceptionValues] == 0) return;
         dst += words->off[kSegExceptionValues];
     }
-    const uint32_t word = w < nwords ? C[w] : 0u;
-    const uint64_t first = w < nwords && word ? offR[w] : 0;
+    const uint64_t w = w0 + lane;
+    const bool mine = (uint32_t)lane < per_warp && w < nwords;
+    const uint32_t word = mine ? C[w] : 0u;
+    const uint64_t first = mine && word ? offR[w] : 0;
     for (uint32_t nz = __ballot_sync(kFullMask, word != 0); nz; nz &= nz - 1) {
         const int src = __ffs(nz) - 1;
         const uint32_t bits = __shfl_sync(kFullMask, word, src);
         const uint64_t base = __shfl_sync(kFullMask, first, src);
         if ((bits >> lane) & 1) {
-            const U v = V[32 * (w - lane + src) + lane];
+            const U v = V[32 * (w0 + src) + lane];
             uint8_t *o = dst + (base + __popc(bits & low_bits(lane))) * sizeof(U);
 #pragma unroll
             for (int b = 0; b < (int)sizeof(U); ++b) o[b] = (uint8_t)(v >> (8 * b));
@@ -1058,6 +1080,23 @@ size_t write_raw(Context &c, const Header &h, const T *x, const T *h_x, uint32_t
     return finish_stream(c, r, reinterpret_cast<const uint8_t *>(x), d_crcs, out, s, timer);
 }
 
+// Tiles per block of k_gather_exceptions for k exceptions among ntiles tiles (k = 0: the count is on the device):
+// as many as keep about one tile with exceptions per block, from 4 to 256. Where most tiles have exceptions (gmt_sst,
+// 40 % NaN) a block's tiles come one after another, so four, not more (1 GB compression 361 -> 357 GB/s with 4, 351
+// with 16; TREFHT 544 -> 559 and 563, session 19); where they are few (TREFHT at 1 GB: about 2000 in 131072 tiles)
+// blocks of four tiles were mostly started to find none (31 us).
+inline uint32_t gather_tiles(uint64_t ntiles, uint64_t k) {
+    uint32_t per_block = 4;
+    while (k && per_block < kTileThreads && 2 * (uint64_t)per_block * k <= ntiles) per_block *= 2;
+    return per_block;
+}
+
+// Change words per warp of k_runs: up to 32, fewer where the words would not fill 32 warps per SM.
+inline uint32_t runs_per_warp(uint64_t nwords, int sm_count) {
+    const uint64_t warps = 32 * (uint64_t)std::max(sm_count, 1);
+    return (uint32_t)std::min<uint64_t>(32, std::max<uint64_t>(1, div_up(nwords, warps)));
+}
+
 // The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
 // words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
 // lays them out: the values, the edge mask, the change bits, their sparse flags and counts (buffers in the
@@ -1073,6 +1112,7 @@ template <typename T> struct ExceptionStage {
     uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
     void *temp = nullptr, *temp_edges = nullptr;  // the edges' scan has its own: it may run beside the others
     bool one_block = false;  // the stage in one launch (k_exceptions_encode_block; cntE: exceptions per flag group)
+    int sm_count = 1;        // the context's, for k_runs's grid
 
     size_t ex_scan_bytes = 0;
 
@@ -1081,6 +1121,7 @@ template <typename T> struct ExceptionStage {
     void carve(Context &c, uint64_t n_, uint64_t k_, cudaStream_t s, bool count_known = true) {
         n = n_;
         k = k_;
+        sm_count = c.sm_count;
         const uint64_t ntiles = code_tiles(n);
         nb_edge = div_up(div_up(n, 8), kBlockBytes);
         nb_change = div_up(div_up(k, 8), kBlockBytes);
@@ -1128,13 +1169,14 @@ template <typename T> struct ExceptionStage {
         }
         br.fork(1);
         const cudaStream_t se = br.stream(0);
-        k_edges<<<grid_for(ntiles * 64, 256), 256, 0, se>>>(mwords, ntiles * 64, n, E);
-        ZB_LAUNCHED("k_edges");
-        sparse_flags(E, nb_edge, flagE, cntE, se);
+        k_edge_flags<<<grid_for(ng_edge * 32, 256), 256, 0, se>>>(reinterpret_cast<const uint4 *>(mwords), nb_edge, n,
+                                                                  reinterpret_cast<uint4 *>(E), flagE, cntE);
+        ZB_LAUNCHED("k_edge_flags");
         size_t tbe = ex_scan_bytes;
         exclusive_sum(temp_edges, tbe, cntE, offE, ng_edge, se);
-        k_gather_exceptions<T><<<(unsigned)div_up(ntiles, kGatherTiles), kTileThreads, 0, s>>>(x, mwords, counts, offs,
-                                                                                              ntiles, V, d_k, k);
+        const uint32_t per_block = gather_tiles(ntiles, d_k ? 0 : k);
+        k_gather_exceptions<T><<<(unsigned)div_up(ntiles, per_block), kTileThreads, 0, s>>>(
+            x, mwords, counts, offs, ntiles, per_block, V, d_k, k);
         ZB_LAUNCHED("k_gather_exceptions");
         size_t tb;
         k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR, d_k);
@@ -1175,7 +1217,9 @@ template <typename T> struct ExceptionStage {
         ZB_CUDA(cudaMemcpyAsync(change_flags, flagC, change_flags_len, cudaMemcpyDeviceToDevice, s));
         sparse_copy(C, nb_change, change_nnz, flagC, offC, 1, 1, change_blocks, s);
         const uint64_t nwords = div_up(k, 32);   // C is zero past k
-        k_runs<U><<<grid_for(nwords, 256), 256, 0, s>>>(V, nwords, C, offR, values, nullptr);
+        const uint32_t per_warp = runs_per_warp(nwords, sm_count);
+        k_runs<U><<<grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s>>>(V, nwords, per_warp, C, offR, values,
+                                                                                nullptr);
         ZB_LAUNCHED("k_runs");
     }
 
@@ -1191,7 +1235,8 @@ template <typename T> struct ExceptionStage {
         sparse_copy_at(C, nb_change, flagC, offC, 1, 1, pay, &w->off[kSegChangeBlocks], &w->len[kSegChangeBlocks],
                        &w->status, 0, s1);
         const uint64_t nwords = div_up(k, 32);   // C is zero past the count
-        k_runs<U><<<grid_for(nwords, 256), 256, 0, s2>>>(V, nwords, C, offR, pay, w);
+        const uint32_t per_warp = runs_per_warp(nwords, sm_count);
+        k_runs<U><<<grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s2>>>(V, nwords, per_warp, C, offR, pay, w);
         ZB_LAUNCHED("k_runs");
     }
 };

@@ -1,7 +1,7 @@
 // The fast encoder's exception stage in one launch of one thread block, for chunk-sized arrays. Included by
 // encode.cuh.
 //
-// Why one block: the stage's separate launches (k_edges, sparse flags, the edges' scan, k_gather_exceptions,
+// Why one block: the stage's separate launches (k_edge_flags, the edges' scan, k_gather_exceptions,
 // k_change_bits, two more scans and the totals: about ten kernels, each waiting for the last) took 45-58 us of GPU
 // time at 4 MB of TREFHT, a third of the whole compression (NOTES item 90). Here one block makes the same buffers:
 //   the edge mask's non-zero 16-byte blocks (E; sparse_copy reads no other block), its flag words and their
