@@ -798,14 +798,12 @@ __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwor
     }
 }
 
-// Run values: V[j] for each j with C[j] = 1, at its rank, little-endian (segment 7 is byte-aligned). Lane l of a warp
-// reads change word 32g + l (nwords of them); the warp then takes the non-zero words one at a time, lane b the value
-// of bit b. (One thread per exception spent about as long starting blocks as reading C where the runs are few and
-// the exceptions many: a NaN land mask has one run for 40 % of the values.)
-// words (or nullptr): a stream laid out on the device, dst its payload.
-// A warp takes `per_warp` (at most 32) consecutive words, lane l word l (runs_per_warp: fewer where the words are
-// few, so that they spread over more warps: 63 words on two warps took 17 us of a 1 GB compression, one value load
-// after another).
+// Run values: V[j] for each j with C[j] = 1, at its rank, little-endian (segment 7 is byte-aligned). Warp g reads
+// change words g * per_warp + l in lane l < per_warp (nwords of them in all); the warp then takes the non-zero words
+// one at a time, lane b the value of bit b. (One thread per exception spent about as long starting blocks as reading
+// C where the runs are few and the exceptions many: a NaN land mask has one run for 40 % of the values.) per_warp
+// (runs_per_warp) is 32 unless the words are few: 63 words on two warps took 17 us of a 1 GB compression, one value
+// load after another. words (or nullptr): a stream laid out on the device, dst its payload.
 template <typename U>
 __global__ void k_runs(const U *__restrict__ V, uint64_t nwords, uint32_t per_warp, const uint32_t *__restrict__ C,
                        const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst,
