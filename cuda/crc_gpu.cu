@@ -76,9 +76,22 @@ __device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *
     return c;
 }
 
-// Copies the first kCrcWords of the tables into shared memory (every thread of the block takes part).
+// Copies the first kCrcWords of the tables into shared memory (every thread of the block takes part, blockDim.x ==
+// kCrcThreads). All of a thread's loads are issued before its stores: a loop of load-store pairs waited for each load
+// in turn, seven round trips to memory at the start of every block (the tables leave the L2 between calls).
 __device__ __forceinline__ void load_tables(uint32_t *tab, const uint32_t *__restrict__ tables_g) {
-    for (int i = threadIdx.x; i < kCrcWords; i += blockDim.x) tab[i] = tables_g[i];
+    constexpr int kPerThread = (kCrcWords + kCrcThreads - 1) / kCrcThreads;
+    uint32_t v[kPerThread];
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+        const int i = (int)threadIdx.x + k * kCrcThreads;
+        v[k] = i < kCrcWords ? __ldg(tables_g + i) : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+        const int i = (int)threadIdx.x + k * kCrcThreads;
+        if (i < kCrcWords) tab[i] = v[k];
+    }
     __syncthreads();
 }
 
