@@ -226,7 +226,10 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
 
 // One block: the payload checksum of the piece CRCs of a payload of *d_len bytes into the header at hdr (hb bytes,
 // written with zeros in its two checksum fields), then the header's own CRC over everything before it; nothing
-// unless *d_status is 0. The header's bytes are any alignment (a caller's buffer).
+// unless *d_status is 0. The header's bytes are any alignment (a caller's buffer). The header CRC covers the payload
+// checksum field, which this kernel writes: it is the raw CRC of the bytes before the field (written by earlier
+// kernels) shifted over the field and combined with the field's own, so that no thread reads what another wrote
+// (the loads are non-coherent ones).
 __global__ void __launch_bounds__(kCrcThreads)
 k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_len,
               const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint8_t *__restrict__ hdr,
@@ -237,14 +240,17 @@ k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_
     load_tables(tab, tables_g);
     const uint64_t pieces = (*d_len + kChecksumPiece - 1) / kChecksumPiece;
     const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw, warp_len);
-    if (threadIdx.x == 0)
-        for (int b = 0; b < 4; ++b) hdr[hb - 8 + b] = (uint8_t)(pc >> (8 * b));
-    __syncthreads();  // the field is part of what the header CRC covers
     uint32_t n;
-    const uint32_t raw = block_tree_crc<16>(hdr, 0, hb - 4, tab, warp_raw, warp_len, n);
+    const uint32_t before = block_tree_crc<16>(hdr, 0, hb - 8, tab, warp_raw, warp_len, n);
     if (threadIdx.x != 0) return;
+    uint32_t field = 0;  // the raw CRC of the field's four bytes
+    for (int b = 0; b < 4; ++b) field = tab[(field ^ (pc >> (8 * b))) & 0xFF] ^ (field >> 8);
+    const uint32_t raw = crc_shift(tab + 1024, before, 4) ^ field;
     const uint32_t crc = crc_shift(tab + 1024, 0xFFFFFFFFu, hb - 4) ^ raw ^ 0xFFFFFFFFu;
-    for (int b = 0; b < 4; ++b) hdr[hb - 4 + b] = (uint8_t)(crc >> (8 * b));
+    for (int b = 0; b < 4; ++b) {
+        hdr[hb - 8 + b] = (uint8_t)(pc >> (8 * b));
+        hdr[hb - 4 + b] = (uint8_t)(crc >> (8 * b));
+    }
 }
 
 // The largest slice that still gives every SM about 1024 threads for a payload of about len bytes.
