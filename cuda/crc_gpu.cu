@@ -12,9 +12,10 @@
 // a 14 us CRC kernel (ncu, H200, caches not flushed); 16-byte slices combined in a tree spread it over the GPU: 9 us.
 // At 1 GB, 256-byte slices keep the shifts few per byte (0.11 ms for 125 MB).
 //
-// The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc, one block, computes it the same way
-// on the device, so that neither the encoder (which seals the header in device memory) nor the decoder (which
-// compares) waits for the piece CRCs on the host.
+// The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc and k_seal_header, one block each,
+// compute it on the device (small_block_crc: plain loops, as these kernels run cold once per call), so that neither
+// the encoder (which seals the header in device memory) nor the decoder (which compares) waits for the piece CRCs on
+// the host.
 #include <algorithm>
 #include <vector>
 #include "gpu_internal.h"
@@ -104,7 +105,7 @@ __device__ __forceinline__ uint32_t range_crc(const uint8_t *__restrict__ data, 
     if (e - s == S && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, tab);
     if (e - s == S && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, tab);
     uint32_t c = 0;
-    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (the piece CRCs, k_payload_crc)
+    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (a payload's last)
         const int nw = (int)((e - s) / 4);
         uint32_t w[S / 4];
 #pragma unroll
@@ -119,19 +120,15 @@ __device__ __forceinline__ uint32_t range_crc(const uint8_t *__restrict__ data, 
     return c;
 }
 
-// The raw CRC (register from 0, no final xor) of data[bstart, min(len, bstart + 256 S)), S bytes per thread, in
-// thread 0 (with the range's length in n). The slices' raw CRCs combine in a tree (node = raw CRC and length; a node
-// absorbs its right neighbour: shift(raw, right length) xor right raw): warp shuffles, then thread 0 over the warps.
-// warp_raw, warp_len: kCrcThreads / 32 shared words each. Contains barriers: call it from every thread of the block.
-template <int S>
-__device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len,
-                                   const uint32_t *tab, uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
-    const uint32_t *mats = tab + 1024;
-    const uint64_t s = min(len, bstart + (uint64_t)threadIdx.x * S), e = min(len, s + S);
-    uint32_t raw = range_crc<S>(data, s, e, tab);
-    n = (uint32_t)(e - s);
+// Combines the raw CRCs of consecutive ranges, one per thread in thread order (raw, of n bytes; n == 0 where a thread
+// has none), into the raw CRC of their concatenation, in thread 0 (with its length in n). A tree (node = raw CRC and
+// length; a node absorbs its right neighbour: shift(raw, right length) xor right raw): warp shuffles, then thread 0
+// over the warps. The whole length must be under 2^17 (crc_shift). warp_raw, warp_len: kCrcThreads / 32 shared words
+// each. Contains barriers: call it from every thread of the block.
+__device__ uint32_t block_combine(uint32_t raw, uint32_t &n, const uint32_t *mats, uint32_t *warp_raw,
+                                  uint32_t *warp_len) {
     const int lane = threadIdx.x & 31;
-#pragma unroll
+#pragma unroll 1
     for (int d = 1; d < 32; d <<= 1) {
         const uint32_t r = __shfl_down_sync(0xFFFFFFFFu, raw, d), rn = __shfl_down_sync(0xFFFFFFFFu, n, d);
         if ((lane & (2 * d - 1)) == 0) {  // lane + d < 32 here
@@ -151,6 +148,37 @@ __device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bs
         }
     __syncthreads();  // warp_raw and warp_len may be written again by the next call
     return raw;
+}
+
+// The raw CRC (register from 0, no final xor) of data[bstart, min(len, bstart + 256 S)), S bytes per thread, in
+// thread 0 (with the range's length in n). Contains barriers: call it from every thread of the block.
+template <int S>
+__device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len,
+                                   const uint32_t *tab, uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
+    const uint64_t s = min(len, bstart + (uint64_t)threadIdx.x * S), e = min(len, s + S);
+    const uint32_t raw = range_crc<S>(data, s, e, tab);
+    n = (uint32_t)(e - s);
+    return block_combine(raw, n, tab + 1024, warp_raw, warp_len);
+}
+
+// The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the kernels that run once per call in
+// one block (k_seal_header, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
+// 4-byte aligned). With block_tree_crc's unrolled slices those kernels had 4600-6100 instructions, fetched cold on
+// every call by their one block. Contains barriers: call it from every thread of the block.
+__device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, const uint32_t *tab,
+                                    uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
+    const bool words = reinterpret_cast<uintptr_t>(data) % 4 == 0;
+    const uint32_t per = words ? 4 * ((len / 4 + kCrcThreads - 1) / kCrcThreads) : (len + kCrcThreads - 1) / kCrcThreads;
+    const uint32_t s = min(len, threadIdx.x * per), e = min(len, s + per);
+    uint32_t c = 0, pos = s;
+    if (words) {
+#pragma unroll 1
+        for (; pos + 4 <= e; pos += 4) c = crc_step4(c ^ __ldg(reinterpret_cast<const uint32_t *>(data + pos)), tab);
+    }
+#pragma unroll 1
+    for (; pos < e; ++pos) c = tab[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+    n = e - s;
+    return block_combine(c, n, tab + 1024, warp_raw, warp_len);
 }
 
 // Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
@@ -192,9 +220,10 @@ __device__ uint32_t payload_checksum(const uint32_t *__restrict__ crcs, uint64_t
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
     const uint64_t len = 4 * count;
     uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B); thread 0's
-    for (uint64_t p = 0; p < len; p += kChecksumPiece) {  // 256-byte slices: one block covers one piece
+    for (uint64_t p = 0; p < len; p += kChecksumPiece) {  // windows of under 2^17 bytes for crc_shift
         uint32_t n;
-        const uint32_t raw = block_tree_crc<256>(bytes, p, len, tab, warp_raw, warp_len, n);
+        const uint32_t raw = small_block_crc(bytes + p, (uint32_t)min(len - p, kChecksumPiece), tab, warp_raw,
+                                             warp_len, n);
         reg = crc_shift(tab + 1024, reg, n) ^ raw;
     }
     return reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
@@ -241,7 +270,7 @@ k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_
     const uint64_t pieces = (*d_len + kChecksumPiece - 1) / kChecksumPiece;
     const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw, warp_len);
     uint32_t n;
-    const uint32_t before = block_tree_crc<16>(hdr, 0, hb - 8, tab, warp_raw, warp_len, n);
+    const uint32_t before = small_block_crc(hdr, hb - 8, tab, warp_raw, warp_len, n);
     if (threadIdx.x != 0) return;
     uint32_t field = 0;  // the raw CRC of the field's four bytes
     for (int b = 0; b < 4; ++b) field = tab[(field ^ (pc >> (8 * b))) & 0xFF] ^ (field >> 8);
