@@ -449,14 +449,19 @@ __device__ __forceinline__ FirstLeft first_left(const Src &src, const Dims &dm, 
     return p;
 }
 
-// The 16-bit codes of values e .. e+7 into w (two per word, w zeroed by the caller); returns the bits of the escaped
-// ones (bit k: value e+k). Keep: their deltas are also stored at escd[e + k] (k_quantize_encode, which keeps no q
-// for k_escapes to compute them again from). kInside: all 8 values exist and values 1..7 have their x-1 neighbour
-// (every thread but those at a row's or the array's end), so no per-value tests.
+// The 16-bit codes of values e .. e+7 into w (two per word); returns the bits of the escaped ones (bit k: value
+// e+k). Keep: their deltas are also stored at escd[e + k] (k_quantize_encode, which keeps no q for k_escapes to
+// compute them again from). kInside: all 8 values exist and values 1..7 have their x-1 neighbour (every thread but
+// those at a row's or the array's end), so no per-value tests.
+// Each word is made from the pair's capped magnitudes (one byte permute) and their signs, delta_to_code's parts; one
+// test of the words' bits 15 and 31 finds the rare thread with escapes, which alone tests its codes one by one (a
+// compare, a select and a predicated store per value before: about 5 of k_quantize_encode's 76 instructions per
+// value).
 template <int Rank, bool kInside, bool Keep>
 __device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, uint32_t (&w)[4],
                                            int32_t *__restrict__ escd, uint64_t e) {
-    uint32_t escaped = 0;
+    int32_t d[8];
+    uint32_t capped[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
         const bool has_left = (kInside && k > 0) || ((r.left >> k) & 1);
@@ -469,17 +474,27 @@ __device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, u
         nb.n011 = has_left ? (k ? r.up[k > 0 ? k - 1 : 0] : p.up) : 0u;
         nb.n101 = has_left ? (k ? r.bk[k > 0 ? k - 1 : 0] : p.bk) : 0u;
         nb.n111 = has_left ? (k ? r.bu[k > 0 ? k - 1 : 0] : p.bu) : 0u;
-        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for.
+        // Coordinates (0, 0, 0): they only tell lorenzo_delta's qat() which neighbour is asked for. A value past
+        // the end gets code 0 (delta 0).
         const bool valid = kInside || ((r.valid >> k) & 1);
-        const int32_t d = delta_from<Rank>(nb, 0, 0, 0);
-        const uint32_t code = valid ? delta_to_code(d) : 0u;
-        const bool esc = code == kEscapeCode;
-        escaped |= (uint32_t)esc << k;
-        if constexpr (Keep) {
-            if (esc) escd[e + k] = d;
-        }
-        w[k >> 1] |= code << (16 * (k & 1));
+        d[k] = valid ? delta_from<Rank>(nb, 0, 0, 0) : 0;
+        capped[k] = capped_magnitude(d[k]);
     }
+    uint32_t any = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t mags = __byte_perm(capped[2 * i], capped[2 * i + 1], 0x5410);
+        w[i] = mags | (((uint32_t)d[2 * i] >> 16) & 0x8000u) | ((uint32_t)d[2 * i + 1] & 0x80000000u);
+        any |= mags;
+    }
+    if ((any & 0x80008000u) == 0) return 0;
+    uint32_t escaped = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if (capped[k] == 0x8000u) {
+            escaped |= 1u << k;
+            if constexpr (Keep) escd[e + k] = d[k];
+        }
     return escaped;
 }
 template <int Rank, bool Keep>

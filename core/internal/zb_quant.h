@@ -155,11 +155,15 @@ template <typename T> ZB_HD bool quantize(T x, const QuantParams &p, int32_t &q)
 // Sign-magnitude 16-bit code of a Lorenzo delta, or kEscapeCode when |d| > 32767.
 // Selects only (no branch), so that the CPU's code loops vectorize; the magnitude in unsigned arithmetic, so that
 // INT32_MIN is an escape too.
-ZB_HD uint16_t delta_to_code(int32_t d) {
+// Its two parts: the magnitude capped at 0x8000 (bit 15 set exactly for the escaped deltas) and the sign bit, at bit
+// 15 (the GPU's tile kernels put two codes in a word from these).
+ZB_HD uint32_t capped_magnitude(int32_t d) {
     const uint32_t mag = d < 0 ? 0u - (uint32_t)d : (uint32_t)d;
     // Magnitudes past 32767 become 0x8000, which with either sign bit is kEscapeCode.
-    const uint32_t capped = mag < 0x8000u ? mag : 0x8000u;
-    return (uint16_t)(capped | (((uint32_t)d >> 16) & 0x8000u));
+    return mag < 0x8000u ? mag : 0x8000u;
+}
+ZB_HD uint16_t delta_to_code(int32_t d) {
+    return (uint16_t)(capped_magnitude(d) | (((uint32_t)d >> 16) & 0x8000u));
 }
 
 // Inverse of delta_to_code for non-escape codes.
