@@ -343,8 +343,9 @@ struct GlobalQ {
         }
     }
 };
+constexpr uint32_t kRingMirror = 4;  // entries past the ring's end (RingQ::row8)
 struct RingQ {
-    const uint32_t *ring;
+    const uint32_t *ring;  // size entries, then kRingMirror more that repeat entries 0..3 (see row8)
     int32_t size;     // entries: a multiple of kTileCodes, at least the lookback and a tile
     int32_t base;     // the ring entry of the current tile's first index, tile_start
     uint64_t tile_start;
@@ -354,11 +355,13 @@ struct RingQ {
         return p < 0 ? p + size : p;
     }
     __device__ __forceinline__ uint32_t at(uint64_t i) const { return ring[entry(i)]; }
-    // Vec: i is a multiple of 4, so each group of four lies in one 16-byte entry of the ring.
+    // Vec: i is a multiple of 4, so each group of four lies in one 16-byte entry of the ring; the second group is
+    // the one after the first, or where the first is the ring's last, entries 0..3 again in the mirror past its end
+    // (one wrap test for the eight instead of two).
     template <bool Vec> __device__ __forceinline__ void row8(uint64_t i, uint32_t (&v)[8]) const {
         if constexpr (Vec) {
-            const uint4 lo = *reinterpret_cast<const uint4 *>(ring + entry(i));
-            const uint4 hi = *reinterpret_cast<const uint4 *>(ring + entry(i + 4));
+            const uint4 *at = reinterpret_cast<const uint4 *>(ring + entry(i));
+            const uint4 lo = at[0], hi = at[1];
             v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
         } else {
 #pragma unroll
@@ -561,7 +564,7 @@ struct WalkPlan {
     uint32_t ring = 0;  // entries, a multiple of kTileCodes; 0: the two-pass form is used
     uint64_t tiles_per_block = 0;
     unsigned blocks = 0;
-    size_t shared_bytes() const { return (size_t)ring * 4; }
+    size_t shared_bytes() const { return ((size_t)ring + kRingMirror) * 4; }
 };
 // At most 48 KiB of ring: with store_tile's 4 KiB, four blocks per SM, as many as k_quantize_encode's 64 registers
 // per thread allow. (A ring of a power of 2 entries, 64 KiB for TREFHT's 128 x 64 planes, left three.)
@@ -602,8 +605,9 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
 // (mask words, flags, non-zero blocks, counts), without writing q or reading it back (those were 2 of the 3.3
 // bytes moved per input byte of the two-pass form). Block b walks tiles [b * R, (b + 1) * R) (R = tiles_per_block),
 // thread j values 8j .. 8j+7 of each: their x (loaded one tile ahead) quantized into the ring, a barrier, then the
-// neighbours read from the ring and store_tile as k_encode. Escaped codes: bits in escbits (laid out as the mask
-// words) and deltas at escd[index], for k_escapes_kept.
+// neighbours read from the ring and the tile stored as k_encode's store_tile does (store_tile_parts; each tile's
+// counts are summed after the next tile's barrier). Escaped codes: bits in escbits (laid out as the mask words) and
+// deltas at escd[index], for k_escapes_kept.
 // x's alignment and the constants' place (d_qp: REL, from k_rel_params) are arguments, not template parameters:
 // the same for every thread, they cost a branch where k_quantize's four forms cost compile time.
 template <typename T, int Rank, bool VecRows>
@@ -613,6 +617,7 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
                   uint32_t *__restrict__ mwords, uint32_t *__restrict__ escbits, int32_t *__restrict__ escd,
                   uint4 *__restrict__ dense, uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
     extern __shared__ uint4 ring4[];
+    __shared__ TileCounts wc[2];  // store_tile_parts' counts of tiles t (t & 1) and t - 1, summed after t's barrier
     uint32_t *ring = reinterpret_cast<uint32_t *>(ring4);
     const int j = threadIdx.x, lane = j & 31;
     const uint64_t n = dm.n, t0 = (uint64_t)blockIdx.x * tiles_per_block;
@@ -638,11 +643,14 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
         exc &= existing_bits(e, 8, n);
         if (t + 1 < t1) load8x<T>(x, e + kTileCodes, n, aligned, v);  // the next tile's, in flight meanwhile
         uint4 *slot = reinterpret_cast<uint4 *>(ring + src.base + 8 * j);
-        slot[0] = make_uint4((uint32_t)qi[0], (uint32_t)qi[1], (uint32_t)qi[2], (uint32_t)qi[3]);
+        const uint4 first4 = make_uint4((uint32_t)qi[0], (uint32_t)qi[1], (uint32_t)qi[2], (uint32_t)qi[3]);
+        slot[0] = first4;
         slot[1] = make_uint4((uint32_t)qi[4], (uint32_t)qi[5], (uint32_t)qi[6], (uint32_t)qi[7]);
+        if (src.base == 0 && j == 0) reinterpret_cast<uint4 *>(ring + src.size)[0] = first4;  // RingQ's mirror
         const uint32_t exc_word = warp_words_of_bytes(exc, lane);
         if ((lane & 3) == 0) mwords[t * 64 + (uint64_t)(j >> 2)] = exc_word;
         __syncthreads();  // the tile's q in the ring; the last tile's store_tile ended all reads of what it replaces
+        if (t > t0 && j == 0) sum_tile_counts(wc[(t - 1) & 1], t - 1, counts);  // one barrier less per tile
         Rows8 r;
         load_rows8<Rank, VecRows>(src, dm, e, r);
         const FirstLeft p = first_left<Rank>(src, dm, e, r);
@@ -650,11 +658,13 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
         const uint32_t escaped = tile_codes<Rank, true>(r, p, w, escd, e);
         const uint32_t esc_word = warp_words_of_bytes(escaped, lane);
         if ((lane & 3) == 0) escbits[t * 64 + (uint64_t)(j >> 2)] = esc_word;
-        store_tile(w, (uint32_t)__popc(escaped), (uint32_t)__popc(exc), t, dense, flags, counts);
+        store_tile_parts(w, (uint32_t)__popc(escaped), (uint32_t)__popc(exc), t, dense, flags, wc[t & 1]);
         src.tile_start += kTileCodes;
         src.base += kTileCodes;
         if (src.base == src.size) src.base = 0;
     }
+    __syncthreads();
+    if (j == 0 && t1 > t0) sum_tile_counts(wc[(t1 - 1) & 1], t1 - 1, counts);
 }
 
 // ---- escapes -----------------------------------------------------------------------------------------------------

@@ -150,18 +150,29 @@ __device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restr
     return lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u;
 }
 
-// The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per
-// tile: thread j holds the tile's codes 8j .. 8j+7 (two per word of w), its count of escape codes and its share of
-// the tile's exceptions (tile_exception_share, or its own values' count). Bitshuffles the codes (byte j of each of
-// the 16 planes stored in shared memory), then each thread tests one 16-byte block. Writes the tile's zero-block
-// flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 + block] (zero blocks are never
-// read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers;
-// a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
-__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
-                                           uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
-                                           uint4 *__restrict__ counts) {
+// The per-warp counts of one tile that store_tile sums: non-zero blocks, escapes and exceptions of each of the 8
+// warps (shared memory).
+struct TileCounts {
+    uint32_t nnz[8], esc[8], exc[8];
+};
+
+// counts[t] = {non-zero blocks, escapes, exceptions, 0} from the warps' parts, by one thread.
+__device__ __forceinline__ void sum_tile_counts(const TileCounts &wc, uint64_t t, uint4 *__restrict__ counts) {
+    uint4 c = make_uint4(0, 0, 0, 0);
+    for (int k = 0; k < 8; ++k) {
+        c.x += wc.nnz[k];
+        c.y += wc.esc[k];
+        c.z += wc.exc[k];
+    }
+    counts[t] = c;
+}
+
+// store_tile without the counts' sum: the warps' parts are in wc once a barrier has passed after the call. One
+// barrier; a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
+__device__ __forceinline__ void store_tile_parts(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
+                                                 uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
+                                                 TileCounts &wc) {
     __shared__ uint4 tile4[kTileWords / 4];
-    __shared__ uint32_t w_nnz[8], w_esc[8], w_exc[8];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
     const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
     uint32_t planes[4];
@@ -171,8 +182,8 @@ __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc,
     exc = __reduce_add_sync(kFullMask, exc);
     esc = __reduce_add_sync(kFullMask, esc);
     if (lane == 0) {
-        w_exc[warp] = exc;
-        w_esc[warp] = esc;
+        wc.exc[warp] = exc;
+        wc.esc[warp] = esc;
     }
     __syncthreads();
     const uint4 b = tile4[j];
@@ -181,18 +192,24 @@ __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc,
     if (nz) dense[t * 256 + j] = b;
     if (lane == 0) {
         flags[t * kTileFlagWords + warp] = fw;
-        w_nnz[warp] = __popc(fw);
+        wc.nnz[warp] = __popc(fw);
     }
+}
+
+// The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per
+// tile: thread j holds the tile's codes 8j .. 8j+7 (two per word of w), its count of escape codes and its share of
+// the tile's exceptions (tile_exception_share, or its own values' count). Bitshuffles the codes (byte j of each of
+// the 16 planes stored in shared memory), then each thread tests one 16-byte block. Writes the tile's zero-block
+// flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 + block] (zero blocks are never
+// read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers.
+// (k_quantize_encode, which walks tiles, sums each tile's counts after its next barrier instead: store_tile_parts.)
+__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
+                                           uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
+                                           uint4 *__restrict__ counts) {
+    __shared__ TileCounts wc;
+    store_tile_parts(w, esc, exc, t, dense, flags, wc);
     __syncthreads();
-    if (j == 0) {
-        uint4 c = make_uint4(0, 0, 0, 0);
-        for (int k = 0; k < 8; ++k) {
-            c.x += w_nnz[k];
-            c.y += w_esc[k];
-            c.z += w_exc[k];
-        }
-        counts[t] = c;
-    }
+    if (threadIdx.x == 0) sum_tile_counts(wc, t, counts);
 }
 
 // Launch configuration for a flat grid of `threads` threads in blocks of `block`.

@@ -461,6 +461,21 @@ void larger_arrays() {
     }
 }
 TEST(GpuParity, LargerArrays) { larger_arrays(); }
+
+// The walk's ring of q (k_quantize_encode) with rows of 4 mod 8 values: a row above starts 4 entries before a
+// thread's group of 8, so at the ring's start its 8 q straddle the ring's end (read through RingQ's mirror of entries
+// 0..3). 100000 rows of 12 walk by default; 40 x 36 x 44 walks where ZBOUND_GPU_WALK asks for it (the device check's
+// walks of 1 and 3 tiles).
+TEST(GpuParity, WalkRowsAcrossTheRingEnd) {
+    ZB_REQUIRE_GPU();
+    for (const Dims &d : std::vector<Dims>{{100000, 12}, {40, 36, 44}}) {
+        const auto f = zbt::smooth_field<float>(d, 0.02, 21, 20.0);
+        gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), name_of("ring f32", d, params(ZB_MODE_REL, 1e-3)));
+        const auto g = zbt::smooth_field<double>(d, 0.02, 22, 20.0);
+        gput::expect_parity(g, d, params(ZB_MODE_ABS, 1e-4), name_of("ring f64", d, params(ZB_MODE_ABS, 1e-4)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
 TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 
 // Rank 3 with up to 128 rows: the decoder takes y and z in one walk over the layers (k_yz_prefix), each Lorenzo
