@@ -395,6 +395,14 @@ __device__ __forceinline__ void load_rows8(const Src &src, const Dims &dm, uint6
         r.valid = 0xFFu;
         r.left = xx > 0 ? 0xFFu : 0xFEu;
         src.template row8<true>(e, r.a);
+        if (Rank >= 2 && r.first.up && (Rank == 2 || r.first.back)) {  // every earlier line the rank has: no zeros
+            src.template row8<VecRows>(e - nx, r.up);
+            if constexpr (Rank == 3) {
+                src.template row8<VecRows>(e - nxy, r.bk);
+                src.template row8<VecRows>(e - nxy - nx, r.bu);
+            }
+            return;
+        }
 #pragma unroll
         for (int k = 0; k < 8; ++k) r.up[k] = r.bk[k] = r.bu[k] = 0;
         if (r.first.up) src.template row8<VecRows>(e - nx, r.up);
