@@ -163,10 +163,11 @@ __device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bs
 
 // The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the kernels that run once per call in
 // one block (k_seal_header, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
-// 4-byte aligned). With block_tree_crc's unrolled slices those kernels had 4600-6100 instructions, fetched cold on
-// every call by their one block. Contains barriers: call it from every thread of the block.
+// 4-byte aligned). On block_tree_crc's unrolled slices those kernels had 6100 and 4600 instructions and the seal took
+// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Contains barriers: call it from every thread of
+// the block.
 __device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, const uint32_t *tab,
-                                    uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
+                                                 uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
     const bool words = reinterpret_cast<uintptr_t>(data) % 4 == 0;
     const uint32_t per = words ? 4 * ((len / 4 + kCrcThreads - 1) / kCrcThreads) : (len + kCrcThreads - 1) / kCrcThreads;
     const uint32_t s = min(len, threadIdx.x * per), e = min(len, s + per);

@@ -201,8 +201,9 @@ __device__ __forceinline__ void store_tile_parts(const uint32_t (&w)[4], uint32_
 // the tile's exceptions (tile_exception_share, or its own values' count). Bitshuffles the codes (byte j of each of
 // the 16 planes stored in shared memory), then each thread tests one 16-byte block. Writes the tile's zero-block
 // flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 + block] (zero blocks are never
-// read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers.
-// (k_quantize_encode, which walks tiles, sums each tile's counts after its next barrier instead: store_tile_parts.)
+// read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers; once
+// per block (k_quantize_encode, which walks tiles, sums each tile's counts after its next barrier instead:
+// store_tile_parts).
 __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
                                            uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
                                            uint4 *__restrict__ counts) {
