@@ -1386,11 +1386,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
             launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
         }
         size_t tb = scan_bytes;
-        exclusive_sum4(b.temp, tb, b.counts, b.offs, ntiles, q);
-        const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
-        const uint32_t *cnt = reinterpret_cast<const uint32_t *>(b.counts);
-        const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 1, cnt + 1, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}};
-        scan_totals(t, 3, w->totals, q);
+        exclusive_sum4_totals(b.temp, tb, b.counts, b.offs, ntiles, w->totals, q);
         timer.end();
     };
 

@@ -351,6 +351,10 @@ void init_crc_tables(Context &c);
 void exclusive_sum(void *temp, size_t &temp_bytes, const uint32_t *in, uint32_t *out, uint64_t n, cudaStream_t s);
 // Element-wise exclusive sum of uint4 counters (x, y, z, w summed separately).
 void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n, cudaStream_t s);
+// exclusive_sum4, and totals[0..2] = the sums of x, y and z over all n (scan_totals' three lanes), in the scan's own
+// launch where it runs in one block (one graph node less in a chunk-sized call).
+void exclusive_sum4_totals(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n,
+                           unsigned long long *totals, cudaStream_t s);
 // Exclusive scan of (head, value) pairs where a head restarts the running sum: out[i].y is the sum of the values
 // since the last head before i (the carries of the x prefix sum between tiles).
 void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,

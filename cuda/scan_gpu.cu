@@ -8,6 +8,7 @@
 // for the largest, as before).
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+#include <type_traits>
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 
@@ -40,38 +41,53 @@ constexpr int kOneBlockThreads = 1024;
 constexpr int kOneBlockPerThread = 8;
 constexpr uint64_t kOneBlockItems = (uint64_t)kOneBlockThreads * kOneBlockPerThread;
 
-// Exclusive scan of n <= kOneBlockItems items by one block (each thread a run of consecutive items).
+// Exclusive scan of n <= kOneBlockItems items by one block (each thread a run of consecutive items). totals (uint4
+// items only, or nullptr): the sums of x, y and z over all n, as scan_totals would give them after the scan.
 template <typename V, typename Op>
 __global__ void __launch_bounds__(kOneBlockThreads)
-k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op op, V init) {
+k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op op, V init,
+                 unsigned long long *__restrict__ totals) {
     using Scan = cub::BlockScan<V, kOneBlockThreads>;
     __shared__ typename Scan::TempStorage tmp;
     V items[kOneBlockPerThread];
     const uint32_t first = threadIdx.x * kOneBlockPerThread;
 #pragma unroll
     for (int k = 0; k < kOneBlockPerThread; ++k) items[k] = first + k < n ? in[first + k] : init;
-    Scan(tmp).ExclusiveScan(items, items, init, op);
+    V all;
+    Scan(tmp).ExclusiveScan(items, items, init, op, all);
 #pragma unroll
     for (int k = 0; k < kOneBlockPerThread; ++k)
         if (first + k < n) out[first + k] = items[k];
+    if constexpr (std::is_same_v<V, uint4>) {
+        if (totals && threadIdx.x == 0) totals[0] = all.x, totals[1] = all.y, totals[2] = all.z;
+    }
 }
 
 // The scan of n items with CUB's two-phase protocol (temp == nullptr: only temp_bytes is set); one block and no
 // temporary storage (a size of 0) where n is small. CUB's size query costs host time as well (it looks up the
 // device's properties): a chunk-sized fast encode made four of them, all for scans that run in one block.
+// totals (uint4 items): as k_scan_one_block's, in its launch where it scans, else by scan_totals after CUB's.
 template <typename V, typename Op>
-void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_t n, Op op, V init, cudaStream_t s) {
+void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_t n, Op op, V init, cudaStream_t s,
+                    unsigned long long *totals = nullptr) {
     need_32bit(n);
     if (n <= kOneBlockItems) {
         if (!temp) {
             temp_bytes = 0;
         } else if (n > 0) {
-            k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init);
+            k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
             ZB_LAUNCHED("k_scan_one_block");
+        } else if (totals) {
+            ZB_CUDA(cudaMemsetAsync(totals, 0, 3 * sizeof(unsigned long long), s));
         }
         return;
     }
     ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, op, init, (uint32_t)n, s));
+    if (temp && totals) {
+        const uint32_t *off = reinterpret_cast<const uint32_t *>(out), *cnt = reinterpret_cast<const uint32_t *>(in);
+        const ScanTotal t[3] = {{off, cnt, n, 4}, {off + 1, cnt + 1, n, 4}, {off + 2, cnt + 2, n, 4}};
+        scan_totals(t, 3, totals, s);
+    }
 }
 
 }  // namespace
@@ -82,6 +98,11 @@ void exclusive_sum(void *temp, size_t &temp_bytes, const uint32_t *in, uint32_t 
 
 void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n, cudaStream_t s) {
     exclusive_scan(temp, temp_bytes, in, out, n, AddU4(), make_uint4(0, 0, 0, 0), s);
+}
+
+void exclusive_sum4_totals(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n,
+                           unsigned long long *totals, cudaStream_t s) {
+    exclusive_scan(temp, temp_bytes, in, out, n, AddU4(), make_uint4(0, 0, 0, 0), s, totals);
 }
 
 void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,
