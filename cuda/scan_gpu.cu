@@ -66,7 +66,7 @@ k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op o
 // The scan of n items with CUB's two-phase protocol (temp == nullptr: only temp_bytes is set); one block and no
 // temporary storage (a size of 0) where n is small. CUB's size query costs host time as well (it looks up the
 // device's properties): a chunk-sized fast encode made four of them, all for scans that run in one block.
-// totals (uint4 items): as k_scan_one_block's, in its launch where it scans, else by scan_totals after CUB's.
+// totals: passed to k_scan_one_block where the scan runs in one block (uint4 items), else unused.
 template <typename V, typename Op>
 void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_t n, Op op, V init, cudaStream_t s,
                     unsigned long long *totals = nullptr) {
@@ -77,17 +77,10 @@ void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_
         } else if (n > 0) {
             k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
             ZB_LAUNCHED("k_scan_one_block");
-        } else if (totals) {
-            ZB_CUDA(cudaMemsetAsync(totals, 0, 3 * sizeof(unsigned long long), s));
         }
         return;
     }
     ZB_CUDA(cub::DeviceScan::ExclusiveScan(temp, temp_bytes, in, out, op, init, (uint32_t)n, s));
-    if (temp && totals) {
-        const uint32_t *off = reinterpret_cast<const uint32_t *>(out), *cnt = reinterpret_cast<const uint32_t *>(in);
-        const ScanTotal t[3] = {{off, cnt, n, 4}, {off + 1, cnt + 1, n, 4}, {off + 2, cnt + 2, n, 4}};
-        scan_totals(t, 3, totals, s);
-    }
 }
 
 }  // namespace
@@ -100,9 +93,18 @@ void exclusive_sum4(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out,
     exclusive_scan(temp, temp_bytes, in, out, n, AddU4(), make_uint4(0, 0, 0, 0), s);
 }
 
+// The totals in the scan's launch where it runs in one block; else zeros (no items) or scan_totals after CUB's.
 void exclusive_sum4_totals(void *temp, size_t &temp_bytes, const uint4 *in, uint4 *out, uint64_t n,
                            unsigned long long *totals, cudaStream_t s) {
     exclusive_scan(temp, temp_bytes, in, out, n, AddU4(), make_uint4(0, 0, 0, 0), s, totals);
+    if (!temp) return;  // a size query
+    if (n == 0) {
+        ZB_CUDA(cudaMemsetAsync(totals, 0, 3 * sizeof(unsigned long long), s));
+    } else if (n > kOneBlockItems) {
+        const uint32_t *off = reinterpret_cast<const uint32_t *>(out), *cnt = reinterpret_cast<const uint32_t *>(in);
+        const ScanTotal t[3] = {{off, cnt, n, 4}, {off + 1, cnt + 1, n, 4}, {off + 2, cnt + 2, n, 4}};
+        scan_totals(t, 3, totals, s);
+    }
 }
 
 void exclusive_segmented_sum(void *temp, size_t &temp_bytes, const uint2 *in, uint2 *out, uint64_t n,
