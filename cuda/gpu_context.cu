@@ -256,13 +256,6 @@ void ContextLease::release() {
 
 namespace {
 
-// Host threads for the staging copies: one per 256 KiB of a piece, at most kStagingThreads (and ZBOUND_THREADS).
-// One thread copies pageable memory at 5-11 GB/s, far below the 55 GB/s that the pinned DMA moves. Measured on the
-// H200 machine (16 cores), 16 MB calls: 4 and 8 threads 1.29-1.30 ms per compression, 16 threads 1.90 (they
-// compete with the calling thread and the driver's); decompression 0.87 ms with 8 threads, 0.96 with 4, 1.08 with 16.
-constexpr int kStagingThreads = 8;
-int staging_threads(size_t piece) { return std::min(kStagingThreads, resolve_threads(0, piece / 4)); }
-
 // The piece size of a transfer: a quarter of it (so that the host copies of three pieces overlap DMAs), at least
 // 1 MiB, at most one staging slot.
 size_t staging_piece(const Context &c, size_t bytes) {
@@ -273,32 +266,33 @@ size_t staging_piece(const Context &c, size_t bytes) {
 }  // namespace
 
 // Host memory from HDF5 is pageable, and a pageable cudaMemcpy is slow. Copy piece by piece through the ring of
-// pinned slots, each piece by several threads, so that the host copy of one piece overlaps the DMAs of the earlier
-// ones. Returns once `h_src` has been read (it may then be freed); the DMAs are queued on `s` before later work.
+// pinned slots, each piece by several threads (staging_team, zb_cpu.h), so that the host copy of one piece overlaps
+// the DMAs of the earlier ones. The slots are written with non-temporal stores: the DMA reads them from memory
+// anyway, and a normal store first reads the line (16 MB compressions 13.5-16.2 -> 17.9-19.6 GB/s, NOTES 104).
+// Returns once `h_src` has been read (it may then be freed); the DMAs are queued on `s` before later work.
 void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream_t s) {
     const uint8_t *src = static_cast<const uint8_t *>(h_src);
     uint8_t *dst = static_cast<uint8_t *>(d_dst);
     const size_t piece = staging_piece(c, bytes);
-    const int nt = staging_threads(piece);
     size_t i = 0;
     for (size_t off = 0; off < bytes; off += piece, ++i) {
         const int slot = (int)(i % kStagingSlots);
         const size_t len = std::min(piece, bytes - off);
         ZB_CUDA(cudaEventSynchronize(c.pinned_done[slot]));  // the last DMA out of this slot has finished
-        parallel_copy(c.pinned[slot], src + off, len, nt);
+        parallel_copy(c.pinned[slot], src + off, len, staging_team(), true);
         ZB_CUDA(cudaMemcpyAsync(dst + off, c.pinned[slot], len, cudaMemcpyHostToDevice, s));
         ZB_CUDA(cudaEventRecord(c.pinned_done[slot], s));
     }
 }
 
-// The reverse: the DMAs of up to kStagingSlots pieces run ahead of the host copies out of the slots. Waits for the
-// work queued on `s` before it (the DMAs follow it) and returns when h_dst holds everything.
+// The reverse: the DMAs of up to kStagingSlots pieces run ahead of the host copies out of the slots (normal stores:
+// the caller, HDF5, reads the values right after, and non-temporal ones measured slower). Waits for the work queued
+// on `s` before it (the DMAs follow it) and returns when h_dst holds everything.
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s) {
     const uint8_t *src = static_cast<const uint8_t *>(d_src);
     uint8_t *dst = static_cast<uint8_t *>(h_dst);
     const size_t piece = staging_piece(c, bytes);
     const size_t pieces = (bytes + piece - 1) / piece;
-    const int nt = staging_threads(piece);
     auto issue = [&](size_t i) {
         const int slot = (int)(i % kStagingSlots);
         const size_t off = i * piece, len = std::min(piece, bytes - off);
@@ -310,7 +304,7 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
         const int slot = (int)(i % kStagingSlots);
         ZB_CUDA(cudaEventSynchronize(c.pinned_done[slot]));
         const size_t off = i * piece, len = std::min(piece, bytes - off);
-        parallel_copy(dst + off, c.pinned[slot], len, nt);
+        parallel_copy(dst + off, c.pinned[slot], len, staging_team(), false);
         if (i + kStagingSlots < pieces) issue(i + kStagingSlots);
     }
 }

@@ -464,4 +464,29 @@ TEST(LorenzoInverse, StreamedLargeOutputMatchesDefinition) {
     for (int nt : {1, 3}) EXPECT_EQ(inverse_differences<float>(d, row, nt, ref1), 0u) << "rank 1, threads " << nt;
 }
 
+// The staging copies (parallel_copy): every byte lands where it belongs, and the bytes around the destination stay
+// untouched, for lengths that are and are not whole pages or parts, destinations off any alignment (the streaming
+// form's unaligned head and short tail), teams larger than the parts (short copies), normal and non-temporal stores.
+TEST(ParallelCopy, EveryByteForAnyLengthTeamAndStoreKind) {
+    const size_t lengths[] = {0, 1, 15, 17, 4095, (size_t(256) << 10) + 3, (size_t(1) << 20) + 77, (size_t(3) << 20) - 5};
+    std::vector<uint8_t> src((size_t(3) << 20) + 64);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t len : lengths)
+        for (size_t shift : {0, 1, 7})   // source and destination `shift` bytes off 16-byte alignment
+            for (int team : {1, 3, 8})
+                for (bool streaming : {false, true}) {
+                    std::vector<uint8_t> dst(len + 64, 0xA5);
+                    const size_t at = 16 + shift;
+                    zb::parallel_copy(dst.data() + at, src.data() + shift, len, team, streaming);
+                    size_t bad = 0;
+                    for (size_t i = 0; i < dst.size(); ++i) {
+                        const bool inside = i >= at && i < at + len;
+                        bad += dst[i] != (inside ? src[shift + i - at] : (uint8_t)0xA5);
+                    }
+                    EXPECT_EQ(bad, 0u) << "length " << len << ", shift " << shift << ", team " << team
+                                       << ", streaming " << streaming;
+                }
+}
+
+
 }  // namespace

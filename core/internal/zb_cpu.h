@@ -36,8 +36,17 @@ struct Partition {
 // one; after a one-thread region or none, 4.4 us). Threads without work in a region just wait at its end.
 inline int team_threads(int nt, uint64_t useful) { return nt > 1 && useful > 1 ? nt : 1; }
 
-// memcpy on up to nt threads, one part each of at least 256 KiB (one thread below 512 KiB).
-void parallel_copy(void *dst, const void *src, size_t bytes, int nt);
+// memcpy on a team of nt threads (one thread below 512 KiB), one part each of at least 256 KiB (the threads past
+// the parts wait); with `streaming`, each part by copy_streaming, fenced before the return.
+void parallel_copy(void *dst, const void *src, size_t bytes, int nt, bool streaming = false);
+
+// The team of the host copies that stage a GPU call's transfers (cuda/gpu_context.cu) and of the payload checksum
+// before a GPU decode: 8 threads (fewer with fewer cores or ZBOUND_THREADS), the same for every transfer. More
+// compete with the DMAs for host memory (16 MB calls on the 16-core device machine: 1.29-1.30 ms per compression
+// with 4 or 8 copying threads, 1.90 with 16; a team of 16 with 8 parts: the filter's compression callbacks 7-12
+// GB/s against 19-22, NOTES 104). One count for all: libgomp ends the threads that a smaller team leaves out and
+// starts them again for the next larger one (team_threads), 0.1-0.2 ms each time.
+int staging_team();
 
 // Outputs at least this large are written with non-temporal stores (copy_streaming): they cannot stay in the cache,
 // and a normal store first reads the line it writes (measured on the device machine's 16 cores: 54 GB/s of normal

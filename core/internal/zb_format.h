@@ -147,6 +147,9 @@ void write_header(const Header &h, uint8_t *dst);
 zb_status read_header(const uint8_t *src, size_t len, Header &h, std::string &msg, bool verify_payload = true,
                       int threads = 1);
 
+// The payload checksum of a stream whose header read_header has accepted (without verify_payload), on `threads`.
+zb_status check_payload(const uint8_t *src, const Header &h, std::string &msg, int threads);
+
 // Size of the raw-passthrough stream for n values; an encoder emits raw passthrough exactly when its encoded stream
 // (header + payload) would be >= this size. It is also the largest stream any encoder writes.
 size_t raw_stream_bytes(zb_dtype dtype, uint64_t n);

@@ -210,23 +210,27 @@ zb_status decompress_stream(const uint8_t *stream, size_t src_len, void *dst, si
     zb::Header h;
     std::string msg;
     zb::StageClock clock("decompress");
-    if (zb_status s =
-            zb::read_header(stream, src_len, h, msg, verify_payload, zb::resolve_threads(threads, src_len / 4)))
-        return set_error(s, msg);
-    clock.mark("header");
+    if (zb_status s = zb::read_header(stream, src_len, h, msg, false)) return set_error(s, msg);
     const int nt = zb::resolve_threads(threads, h.shape.n);
-    clock.set_threads(nt);
     const size_t out_bytes = (size_t)h.shape.n * h.value_bytes();
-    if (dst_capacity < out_bytes)
-        return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
-                                                      " bytes, the stream decodes to " +
-                                                      std::to_string(out_bytes));
     bool required = false;
     const bool pw_rel = h.version == zb::kFormatVersionV5;
     const bool cpu_faster = resolve_backend(backend) == ZB_BACKEND_AUTO && !pw_rel &&
                             h.predictor == zb::kPredLorenzo && h.encoder == zb::kEncFast &&
                             nt >= kCpuFastDecodeThreads && out_bytes >= kCpuFastDecodeMinBytes;
     const zb::GpuOps *gpu = cpu_faster ? nullptr : choose_gpu(backend, out_bytes, required);
+    // The checksum on the team of the parallel regions that follow (the decode's, or the staging copies' before a GPU
+    // decode): libgomp restarts threads when a region's team is larger than the last one's (zb_cpu.h,
+    // team_threads), and a count from the stream's size (7 for a 16 MB chunk at ratio 9, the staging copies 8)
+    // cost 0.1-0.2 ms per chunk (NOTES 104).
+    if (verify_payload)
+        if (zb_status s = zb::check_payload(stream, h, msg, gpu ? zb::staging_team() : nt)) return set_error(s, msg);
+    clock.mark("header");
+    clock.set_threads(nt);
+    if (dst_capacity < out_bytes)
+        return set_error(ZB_ERR_BUFFER_TOO_SMALL, "destination holds " + std::to_string(dst_capacity) +
+                                                      " bytes, the stream decodes to " +
+                                                      std::to_string(out_bytes));
     // The GPU decodes every stream (raw passthrough is always version 1; version 5: the transform, the inner stream
     // and the exceptions on the device, cuda/pwrel_gpu.cu); the CPU is the reference and the fallback.
     zb_status settled;

@@ -220,7 +220,11 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     if (expect_off > len - hbytes)
         return fail(msg, ZB_ERR_TRUNCATED, "stream truncated: payload needs " + std::to_string(expect_off) +
                                                " bytes, " + std::to_string(len - hbytes) + " present");
-    if (verify_payload && payload_checksum(p + hbytes, (size_t)expect_off, threads) != h.payload_crc)
+    return verify_payload ? check_payload(p, h, msg, threads) : ZB_OK;
+}
+
+zb_status check_payload(const uint8_t *src, const Header &h, std::string &msg, int threads) {
+    if (payload_checksum(src + h.header_bytes(), (size_t)h.payload_bytes(), threads) != h.payload_crc)
         return fail(msg, ZB_ERR_CORRUPT, "payload checksum mismatch");
     return ZB_OK;
 }

@@ -20,7 +20,7 @@ int resolve_threads(int requested, uint64_t n) {
     return useful < 1 ? 1 : (useful < (uint64_t)cores ? (int)useful : cores);
 }
 
-void parallel_copy(void *dst, const void *src, size_t bytes, int nt) {
+void parallel_copy(void *dst, const void *src, size_t bytes, int nt, bool streaming) {
     // One part per thread (whole 4 KiB pages, so no two threads write one line), each at least kMinPart: a
     // parallel region costs a few microseconds, a 256 KiB memcpy about 25. The whole team takes part
     // (team_threads), the threads past `parts` without a part.
@@ -30,9 +30,20 @@ void parallel_copy(void *dst, const void *src, size_t bytes, int nt) {
 #pragma omp parallel for num_threads(team_threads(nt, (uint64_t)parts)) schedule(static, 1) if (parts > 1)
     for (int k = 0; k < parts; ++k) {
         const size_t off = std::min(bytes, (size_t)k * part);
-        std::memcpy(static_cast<uint8_t *>(dst) + off, static_cast<const uint8_t *>(src) + off,
-                    std::min(part, bytes - off));
+        uint8_t *d = static_cast<uint8_t *>(dst) + off;
+        const uint8_t *s = static_cast<const uint8_t *>(src) + off;
+        if (streaming) {
+            copy_streaming(d, s, std::min(part, bytes - off));
+            stream_fence();  // this thread's stores are visible before the region ends
+        } else {
+            std::memcpy(d, s, std::min(part, bytes - off));
+        }
     }
+}
+
+int staging_team() {
+    static const int nt = std::min(8, resolve_threads(0, ~uint64_t(0)));
+    return nt;
 }
 
 void copy_streaming(void *dst, const void *src, size_t bytes) {
