@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 #include "zbound_cd_internal.h"
 #include "zbound_filter.h"
 #include "zbound_stats.h"
+#include "zb_cpu.h"
 
 namespace zbound_h5 {
 
@@ -333,6 +335,27 @@ struct ChunkOutcome {
     bool declined = false;   // an optional filter declined the chunk: not a failure
 };
 
+// Chunks whose compression bound is at most this compress into a buffer that the calling thread keeps (64 MiB at
+// most per thread that writes through the filter); larger ones into one of the bound's size.
+constexpr size_t kScratchMaxBytes = size_t(64) << 20;
+
+// The calling thread's compression scratch, grown to `bytes`, or nullptr above kScratchMaxBytes (or where it cannot
+// be had). Why: the stream's length is known only once it is written, and a buffer of the bound's size (a little
+// over the chunk) is, from 128 KiB on, a fresh mapping from glibc for each chunk (its mmap threshold follows the
+// largest block freed, the chunk itself, which the bound exceeds), every 4 KiB page of it faulted in as the stream
+// is written. In the scratch the pages stay; the stream is then copied into a buffer of exactly its length, which
+// glibc serves from its heap (NOTES 105).
+uint8_t *compress_scratch(size_t bytes) {
+    if (bytes > kScratchMaxBytes) return nullptr;
+    thread_local std::unique_ptr<uint8_t[]> buf;
+    thread_local size_t have = 0;
+    if (bytes > have) {
+        buf.reset(new (std::nothrow) uint8_t[bytes]);
+        have = buf ? bytes : 0;
+    }
+    return buf.get();
+}
+
 // Compression: returns the stream length, or 0 with a message pushed.
 size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nbytes, size_t *buf_size, void **buf,
                     ChunkOutcome &outcome) {
@@ -370,21 +393,37 @@ size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
     }
 
     const size_t cap = zb_compress_bound(d.dtype, (size_t)n);
-    void *out = api.allocate_memory(cap, false);
-    if (!out) {
-        ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(cap) + " bytes for the compressed chunk");
-        return 0;
-    }
     const size_t shape[3] = {(size_t)d.dims[0], (size_t)d.dims[1], (size_t)d.dims[2]};
     size_t len = 0;
-    const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, out, cap, &len, &outcome.run);
-    if (s != ZB_OK) {
-        api.free_memory(out);
-        ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
-        return 0;
-    }
-    if (len < cap) {   // give back what the stream does not use
-        if (void *shrunk = api.resize_memory(out, len)) out = shrunk;
+    void *out = nullptr;
+    uint8_t *scratch = compress_scratch(cap);
+    if (scratch) {   // compressed into this thread's scratch, then copied into a buffer of exactly its length
+        const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, scratch, cap, &len, &outcome.run);
+        if (s != ZB_OK) {
+            ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
+            return 0;
+        }
+        out = api.allocate_memory(len, false);
+        if (!out) {
+            ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(len) + " bytes for the compressed chunk");
+            return 0;
+        }
+        zb::parallel_copy(out, scratch, len, zb::staging_team());
+    } else {
+        out = api.allocate_memory(cap, false);
+        if (!out) {
+            ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(cap) + " bytes for the compressed chunk");
+            return 0;
+        }
+        const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, out, cap, &len, &outcome.run);
+        if (s != ZB_OK) {
+            api.free_memory(out);
+            ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
+            return 0;
+        }
+        if (len < cap) {   // give back what the stream does not use
+            if (void *shrunk = api.resize_memory(out, len)) out = shrunk;
+        }
     }
     api.free_memory(*buf);
     *buf = out;
