@@ -4,7 +4,9 @@ a file in --dir (default /dev/shm); each run is a child process with ZBOUND_STAT
 (chunks, bytes, seconds inside the callback, GB/s per direction and backend) is printed with the wall times.
 
     python3 bench/h5py_throughput.py FIELD.raw --dims 110x64x128 --plugin-dir build/plugin --rel 1e-3 \\
-        [--size-gb 2] [--chunk-mb 16] [--predictor lorenzo --encoder fast]
+        [--size-gb 2] [--chunk-mb 16] [--predictor lorenzo --encoder fast] [--sz3]
+
+--sz3 adds the same write and read through hdf5plugin's SZ3 filter at the same absolute bound (one run: it is slow).
 """
 import argparse
 import json
@@ -22,7 +24,11 @@ base = np.fromfile(spec["raw"], dtype=spec["dtype"]).reshape(spec["dims"])
 reps = -(-spec["bytes"] // base.nbytes)
 a = np.concatenate([base] * reps)[: max(1, spec["bytes"] // (base.nbytes // base.shape[0]))]
 rows = max(1, spec["chunk_bytes"] // (a.nbytes // a.shape[0]))
-kw = {"compression": spec["filter"], "compression_opts": tuple(spec["opts"])} if spec["filter"] else {}
+if spec["filter"] == "sz3":
+    import hdf5plugin
+    kw = dict(hdf5plugin.SZ3(absolute=spec["eb"]))
+else:
+    kw = {"compression": spec["filter"], "compression_opts": tuple(spec["opts"])} if spec["filter"] else {}
 path = spec["path"]
 t0 = time.perf_counter()
 with h5py.File(path, "w") as f:
@@ -54,6 +60,7 @@ def main():
     ap.add_argument("--plugin-dir", required=True, help="folder of libh5z_zbound.so (HDF5_PLUGIN_PATH)")
     ap.add_argument("--predictor", default="lorenzo", choices=["auto", "lorenzo", "interp"])
     ap.add_argument("--encoder", default="fast", choices=["auto", "fast", "ratio"])
+    ap.add_argument("--sz3", action="store_true", help="also hdf5plugin's SZ3 at the same absolute bound (one run)")
     args = ap.parse_args()
     import numpy as np
 
@@ -69,9 +76,12 @@ def main():
             "chunk_bytes": int(args.chunk_mb * 1e6), "path": os.path.join(args.dir, f"zb_h5py_{os.getpid()}.h5")}
     env = dict(os.environ, ZBOUND_STATS="1", HDF5_PLUGIN_PATH=os.path.abspath(args.plugin_dir))
     results = {}
-    for name, filt in (("uncompressed", None), ("zbound", 33000)):   # ZBOUND_H5Z_FILTER
+    configs = [("uncompressed", None), ("zbound", 33000)]   # ZBOUND_H5Z_FILTER
+    if args.sz3:
+        configs.append(("sz3", "sz3"))
+    for name, filt in configs:
         runs = []
-        for _ in range(args.repeat):
+        for _ in range(1 if filt == "sz3" else args.repeat):
             s = dict(spec, filter=filt, opts=opts, eb=eb if filt else None)
             p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(s)], env=env, capture_output=True, text=True)
             if p.returncode:
@@ -85,11 +95,14 @@ def main():
         gb = r["bytes"] / 1e9
         print(f"{name:12s} {gb:.2f} GB in {args.chunk_mb:g} MB chunks: write {gb / r['write_s']:6.2f} GB/s, read "
               f"{gb / r['read_s']:6.2f} GB/s, file {r['file_bytes'] / 1e9:.3f} GB (CR {r['bytes'] / r['file_bytes']:.2f})"
-              + (f", max err / eb {r['max_err'] / eb:.4f}" if name == "zbound" else ""))
+              + (f", max err / eb {r['max_err'] / eb:.4f}" if name != "uncompressed" else ""))
         for line in r["stats"]:
             print("   ", line)
     u, z = results["uncompressed"], results["zbound"]
     print(f"zbound / uncompressed speed: write {u['write_s'] / z['write_s']:.2f}x, read {u['read_s'] / z['read_s']:.2f}x")
+    if "sz3" in results:
+        q = results["sz3"]
+        print(f"zbound / sz3 speed: write {q['write_s'] / z['write_s']:.1f}x, read {q['read_s'] / z['read_s']:.1f}x")
     if results["zbound"]["max_err"] > eb:
         sys.exit("BOUND VIOLATED")
 
