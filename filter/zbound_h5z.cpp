@@ -395,35 +395,29 @@ size_t encode_chunk(const H5Api &api, size_t cd_n, const unsigned *cd, size_t nb
     const size_t cap = zb_compress_bound(d.dtype, (size_t)n);
     const size_t shape[3] = {(size_t)d.dims[0], (size_t)d.dims[1], (size_t)d.dims[2]};
     size_t len = 0;
-    void *out = nullptr;
+    // Into this thread's scratch, then a buffer of exactly the stream's length; else into one of the bound's size.
     uint8_t *scratch = compress_scratch(cap);
-    if (scratch) {   // compressed into this thread's scratch, then copied into a buffer of exactly its length
-        const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, scratch, cap, &len, &outcome.run);
-        if (s != ZB_OK) {
-            ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
-            return 0;
-        }
+    void *out = scratch ? nullptr : api.allocate_memory(cap, false);
+    auto no_space = [&](size_t bytes) {
+        ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(bytes) + " bytes for the compressed chunk");
+        return (size_t)0;
+    };
+    if (!scratch && !out) return no_space(cap);
+    const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, scratch ? scratch : out, cap, &len, &outcome.run);
+    if (s != ZB_OK) {
+        if (out) api.free_memory(out);
+        ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
+        return 0;
+    }
+    if (scratch) {
         out = api.allocate_memory(len, false);
-        if (!out) {
-            ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(len) + " bytes for the compressed chunk");
-            return 0;
-        }
-        zb::parallel_copy(out, scratch, len, zb::staging_team());
-    } else {
-        out = api.allocate_memory(cap, false);
-        if (!out) {
-            ZB_PUSH(api, Minor::NoSpace, "cannot allocate " + std::to_string(cap) + " bytes for the compressed chunk");
-            return 0;
-        }
-        const zb_status s = zb_compress(&p, d.dtype, src, 3, shape, out, cap, &len, &outcome.run);
-        if (s != ZB_OK) {
-            api.free_memory(out);
-            ZB_PUSH(api, Minor::Filter, "compression failed (" + zbound_cd::describe(p) + "): " + status_text(s));
-            return 0;
-        }
-        if (len < cap) {   // give back what the stream does not use
-            if (void *shrunk = api.resize_memory(out, len)) out = shrunk;
-        }
+        if (!out) return no_space(len);
+        // On the team of the call's own regions (zb_cpu.h, team_threads: a different count restarts threads).
+        const int team = outcome.run.backend_used == ZB_BACKEND_GPU ? zb::staging_team()
+                                                                     : zb::resolve_threads(p.threads, n);
+        zb::parallel_copy(out, scratch, len, team);
+    } else if (len < cap) {   // give back what the stream does not use
+        if (void *shrunk = api.resize_memory(out, len)) out = shrunk;
     }
     api.free_memory(*buf);
     *buf = out;
