@@ -142,10 +142,9 @@ void v2_layout(Header &h, const uint64_t *lengths, int count);
 void write_header(const Header &h, uint8_t *dst);
 
 // Parses and validates a header: magic, version, sizes, enums, counts against segment lengths, segment contiguity,
-// header CRC and that the stream holds the whole payload; with verify_payload also the payload checksum.
-// Sets `msg` on error.
-zb_status read_header(const uint8_t *src, size_t len, Header &h, std::string &msg, bool verify_payload = true,
-                      int threads = 1);
+// header CRC and that the stream holds the whole payload; with verify_payload also the payload checksum (on one
+// thread; decompress_stream checks it with check_payload on the team of the decode). Sets `msg` on error.
+zb_status read_header(const uint8_t *src, size_t len, Header &h, std::string &msg, bool verify_payload = true);
 
 // The payload checksum of a stream whose header read_header has accepted (without verify_payload), on `threads`.
 zb_status check_payload(const uint8_t *src, const Header &h, std::string &msg, int threads);

@@ -90,7 +90,7 @@ bool counts_plausible(const Header &h) {
 }
 }  // namespace
 
-zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg, bool verify_payload, int threads) {
+zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg, bool verify_payload) {
     h = Header();
     if (!p) return fail(msg, ZB_ERR_INVALID_ARG, "stream pointer is null");
     if (len < 4 || std::memcmp(p, kMagic, 4) != 0) return fail(msg, ZB_ERR_CORRUPT, "not a zbound stream (bad magic)");
@@ -220,7 +220,7 @@ zb_status read_header(const uint8_t *p, size_t len, Header &h, std::string &msg,
     if (expect_off > len - hbytes)
         return fail(msg, ZB_ERR_TRUNCATED, "stream truncated: payload needs " + std::to_string(expect_off) +
                                                " bytes, " + std::to_string(len - hbytes) + " present");
-    return verify_payload ? check_payload(p, h, msg, threads) : ZB_OK;
+    return verify_payload ? check_payload(p, h, msg, 1) : ZB_OK;
 }
 
 zb_status check_payload(const uint8_t *src, const Header &h, std::string &msg, int threads) {
