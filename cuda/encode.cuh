@@ -531,7 +531,7 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
     Rows8 r;
     load_rows8<Rank, VecRows>(src, dm, e, r);
     const FirstLeft p = first_left<Rank>(src, dm, e, r);
-    uint32_t w[4] = {0, 0, 0, 0};
+    uint32_t w[4];  // written whole by codes8
     const uint32_t escaped = tile_codes<Rank, false>(r, p, w, nullptr, e);
     store_tile(w, (uint32_t)__popc(escaped), tile_exception_share(mwords, t), t, dense, flags, counts);
 }
@@ -662,7 +662,7 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
         Rows8 r;
         load_rows8<Rank, VecRows>(src, dm, e, r);
         const FirstLeft p = first_left<Rank>(src, dm, e, r);
-        uint32_t w[4] = {0, 0, 0, 0};
+        uint32_t w[4];  // written whole by codes8
         const uint32_t escaped = tile_codes<Rank, true>(r, p, w, escd, e);
         const uint32_t esc_word = warp_words_of_bytes(escaped, lane);
         if ((lane & 3) == 0) escbits[t * 64 + (uint64_t)(j >> 2)] = esc_word;
