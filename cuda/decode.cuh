@@ -143,15 +143,63 @@ __device__ __forceinline__ void store8(uint32_t *out, uint64_t e, uint64_t n, co
     }
 }
 
-// One tile: expand the stored blocks, un-bitshuffle, deltas (escapes as 0, counted), and the prefix sum along x
-// inside the tile (rows restart it). Outputs local[i] (x-prefix within the tile's row pieces), first_head[t] (offset
-// of the first row start in the tile, 2048 if none) and tail[t] = (tile has a row start, sum since the last one),
-// from which the carries between tiles are scanned.
+// Where k_decode and k_patch_escapes get a tile's codes: the fast encoder's bitshuffled tiles, or a 16-bit code
+// array in index order (the v2-layout decoder's Lorenzo codes, which the ratio decoder or its tile decoder wrote).
+// codes8() gives thread j's 8 codes of tile t; every thread of the block calls it, and it holds one barrier of the
+// block (the tiles' form needs it; k_decode relies on it for its shared counters).
+struct TileCodes {
+    const uint32_t *flags;
+    const uint4 *blocks;
+    uint64_t nnz;              // stored blocks
+    const uint32_t *cnt, *off; // stored blocks per tile and before it
+    static constexpr bool kPadded = true;  // the last tile's codes past n exist and must be 0
+    __device__ __forceinline__ void codes8(uint4 *tile4, uint64_t t, int j, uint64_t, uint32_t (&c)[8],
+                                           uint32_t *err) const {
+        load_tile(tile4, flags, blocks, nnz, off[t], t, err);
+        __syncthreads();
+        unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    }
+    __device__ __forceinline__ bool escape(uint32_t c) const { return c == kEscapeCode; }
+    __device__ __forceinline__ uint32_t delta(uint32_t c) const { return (uint32_t)code_to_delta((uint16_t)c); }
+    __device__ __forceinline__ void check_last(uint64_t t, uint32_t *err) const {
+        if ((uint64_t)off[t] + cnt[t] != nnz) set_error(err, kErrCodeBlocks);
+    }
+};
+
+struct ArrayCodes {
+    const uint16_t *codes;  // n codes (16-byte aligned); nothing is read past n
+    CodeStyle cs;
+    static constexpr bool kPadded = false;
+    __device__ __forceinline__ void codes8(uint4 *, uint64_t t, int j, uint64_t n, uint32_t (&c)[8], uint32_t *) const {
+        const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
+        if (e + 8 <= n) {
+            const uint4 w = *reinterpret_cast<const uint4 *>(codes + e);
+            const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                c[2 * k] = words[k] & 0xFFFFu;
+                c[2 * k + 1] = words[k] >> 16;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) c[k] = e + k < n ? codes[e + k] : 0u;
+        }
+        __syncthreads();
+    }
+    __device__ __forceinline__ bool escape(uint32_t c) const { return c == cs.escape(); }
+    __device__ __forceinline__ uint32_t delta(uint32_t c) const { return (uint32_t)cs.get((uint16_t)c); }
+    __device__ __forceinline__ void check_last(uint64_t, uint32_t *) const {}
+};
+
+// One tile: its codes, deltas (escapes as 0, counted), and the prefix sum along x inside the tile (rows restart
+// it). Outputs local[i] (x-prefix within the tile's row pieces), first_head[t] (offset of the first row start in the
+// tile, 2048 if none) and tail[t] = (tile has a row start, sum since the last one), from which the carries between
+// tiles are scanned.
+template <class Src>
 __global__ void __launch_bounds__(kTileThreads)
-k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, uint64_t nnz,
-         const uint32_t *__restrict__ cnt, const uint32_t *__restrict__ off, uint64_t ntiles, uint64_t n, uint64_t nx,
-         FastDiv dx, uint64_t escapes, uint32_t *__restrict__ local, uint32_t *__restrict__ first_head,
-         uint2 *__restrict__ tail, uint32_t *__restrict__ esc_cnt, uint32_t *__restrict__ err) {
+k_decode(Src src, uint64_t ntiles, uint64_t n, uint64_t nx, FastDiv dx, uint64_t escapes, uint32_t *__restrict__ local,
+         uint32_t *__restrict__ first_head, uint2 *__restrict__ tail, uint32_t *__restrict__ esc_cnt,
+         uint32_t *__restrict__ err) {
     __shared__ uint4 tile4[kTileWords / 4];
     __shared__ TileScan::TempStorage tmp;
     __shared__ uint32_t tile_esc, tile_head;
@@ -160,24 +208,22 @@ k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, u
     if (j == 0) {
         tile_esc = 0;
         tile_head = kTileCodes;
-        if (t == ntiles - 1 && (uint64_t)off[t] + cnt[t] != nnz) set_error(err, kErrCodeBlocks);
+        if (t == ntiles - 1) src.check_last(t, err);
     }
-    load_tile(tile4, flags, blocks, nnz, off[t], t, err);
-    __syncthreads();
     uint32_t c[8], v[8];
-    unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    src.codes8(tile4, t, j, n, c, err);  // (its barrier publishes tile_esc and tile_head)
     const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
     uint32_t esc = 0;
     const uint32_t inside = existing_bits(e, 8, n);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
         if ((inside >> k) & 1) {
-            const bool is_esc = c[k] == kEscapeCode;
-            v[k] = is_esc ? 0u : (uint32_t)code_to_delta((uint16_t)c[k]);
+            const bool is_esc = src.escape(c[k]);
+            v[k] = is_esc ? 0u : src.delta(c[k]);
             esc += is_esc;
         } else {
             v[k] = 0;
-            if (c[k]) set_error(err, kErrPadding);
+            if (Src::kPadded && c[k]) set_error(err, kErrPadding);
         }
     }
     const uint32_t heads = row_heads(e, n, nx, dx);
@@ -196,12 +242,11 @@ k_decode(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, u
 
 // Tiles with escapes: the escaped deltas (escape number = offset of the tile + rank in the tile) are added to the
 // in-tile x-prefix as their own segmented prefix sum, and to the tile's tail.
+template <class Src>
 __global__ void __launch_bounds__(kTileThreads)
-k_patch_escapes(const uint32_t *__restrict__ flags, const uint4 *__restrict__ blocks, uint64_t nnz,
-                const uint32_t *__restrict__ off, const uint32_t *__restrict__ esc_cnt,
-                const uint32_t *__restrict__ esc_off, uint64_t ntiles, uint64_t n, uint64_t nx, FastDiv dx,
-                const int32_t *__restrict__ esc_vals, uint64_t escapes, uint32_t *__restrict__ local,
-                uint2 *__restrict__ tail, uint32_t *__restrict__ err) {
+k_patch_escapes(Src src, const uint32_t *__restrict__ esc_cnt, const uint32_t *__restrict__ esc_off, uint64_t ntiles,
+                uint64_t n, uint64_t nx, FastDiv dx, const int32_t *__restrict__ esc_vals, uint64_t escapes,
+                uint32_t *__restrict__ local, uint2 *__restrict__ tail, uint32_t *__restrict__ err) {
     using CountScan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ uint4 tile4[kTileWords / 4];
     __shared__ TileScan::TempStorage tmp;
@@ -210,21 +255,19 @@ k_patch_escapes(const uint32_t *__restrict__ flags, const uint4 *__restrict__ bl
     const int j = threadIdx.x;
     if (j == 0 && t == ntiles - 1 && (uint64_t)esc_off[t] + esc_cnt[t] != escapes) set_error(err, kErrEscapes);
     if (esc_cnt[t] == 0) return;
-    load_tile(tile4, flags, blocks, nnz, off[t], t, err);
-    __syncthreads();
     uint32_t c[8], v[8];
-    unshuffle8(reinterpret_cast<const uint32_t *>(tile4), j, c);
+    src.codes8(tile4, t, j, n, c, err);
     const uint64_t e = t * kTileCodes + 8 * (uint64_t)j;
     uint32_t mine = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) mine += (e + k < n && c[k] == kEscapeCode);
+    for (int k = 0; k < 8; ++k) mine += (e + k < n && src.escape(c[k]));
     uint32_t rank, unused;
     CountScan(ctmp).ExclusiveSum(mine, rank, unused);
     uint64_t idx = (uint64_t)esc_off[t] + rank;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
         v[k] = 0;
-        if (e + k < n && c[k] == kEscapeCode) {
+        if (e + k < n && src.escape(c[k])) {
             if (idx < escapes) v[k] = (uint32_t)esc_vals[idx];
             else set_error(err, kErrEscapes);
             ++idx;
@@ -836,6 +879,117 @@ struct ExceptionDecoder {
     }
 };
 
+// ---- the Lorenzo inverse after the codes ------------------------------------------------------------------------
+
+// Codes of the tiles -> deltas (escapes patched) -> x-prefix in the tiles and the carries between them -> the y and z
+// prefix sums fused with dequantization (rank 1: the x-prefix is the whole sum). The fast decoder runs it on its
+// bitshuffled tiles (TileCodes); the v2-layout decoder (interp_gpu.cuh) on the 16-bit code array of a Lorenzo stream
+// (ArrayCodes), whose codes are the same deltas in another form. plan(), then carve() inside the caller's carve,
+// then tiles() and values().
+struct LorenzoInverse {
+    uint64_t n = 0, ntiles = 0, row_len = 0;
+    int rank = 1;
+    FastDiv dx;
+    Lines ly{}, lz{};
+    YzPlan yz;
+    uint64_t nsums = 0;
+    uint32_t *q = nullptr, *first_head = nullptr, *esc_cnt = nullptr, *esc_off = nullptr, *sums = nullptr;
+    uint2 *tail = nullptr, *carry = nullptr, *xc = nullptr;
+
+    // segs: the stream's Lorenzo segments along the slowest dim (version 6), else lorenzo_one_segment.
+    void plan(const Context &c, const Shape &shape, const LorenzoSegments &segs) {
+        n = shape.n;
+        ntiles = code_tiles(n);
+        rank = shape.rank;
+        const uint64_t nx = shape.nx(), ny = shape.ny(), nz = shape.nz();
+        const uint64_t target = (uint64_t)c.sm_count * 2048;
+        // Rank 1 scans the rows of a segment each in the tiles (like the rows of ranks 2 and 3); ranks 2 and 3 see
+        // their slowest dim as segments x layers.
+        row_len = rank == 1 ? segs.per_segment : nx;
+        dx = FastDiv(row_len);
+        // Rank 2: y lines (segments x layers x nx). Rank 3: y lines (nz x ny x nx), then z lines (segments x layers
+        // x ny*nx).
+        ly = rank == 3 ? make_lines(nz, ny, nx, target) : make_lines(segs.count(), segs.per_segment, nx, target, ny);
+        lz = make_lines(segs.count(), segs.per_segment, nx * ny, target, nz);  // read in rank 3 only
+        yz = rank == 3 ? plan_yz(c, nx, ny, nz, segs) : YzPlan{};
+        auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
+        nsums = yz.applies ? yz.plane_words()
+                           : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
+    }
+    // The scan temporary the stages need.
+    size_t scan_bytes(cudaStream_t s) const {
+        size_t a = 0, b = 0;
+        exclusive_sum(nullptr, a, nullptr, nullptr, ntiles, s);
+        exclusive_segmented_sum(nullptr, b, nullptr, nullptr, ntiles, s);
+        return std::max(a, b);
+    }
+    void carve(Carver &cv) {
+        esc_cnt = cv.take<uint32_t>(ntiles);
+        esc_off = cv.take<uint32_t>(ntiles);
+        first_head = cv.take<uint32_t>(ntiles);
+        tail = cv.take<uint2>(ntiles);
+        carry = cv.take<uint2>(ntiles);
+        xc = cv.take<uint2>(ntiles);
+        q = cv.take<uint32_t>(n);
+        sums = cv.take<uint32_t>(nsums);
+    }
+    // Deltas and the x-prefix of every tile, the escapes (`escapes` int32 deltas at esc_vals, device memory) added,
+    // and the carries between tiles.
+    template <class Src>
+    void tiles(const Src &src, const int32_t *esc_vals, uint64_t escapes, uint32_t *err, void *temp, size_t temp_bytes,
+               cudaStream_t s) const {
+        size_t tb;
+        k_decode<Src><<<(unsigned)ntiles, kTileThreads, 0, s>>>(src, ntiles, n, row_len, dx, escapes, q, first_head,
+                                                               tail, esc_cnt, err);
+        ZB_LAUNCHED("k_decode");
+        if (escapes) {
+            tb = temp_bytes;
+            exclusive_sum(temp, tb, esc_cnt, esc_off, ntiles, s);
+            k_patch_escapes<Src><<<(unsigned)ntiles, kTileThreads, 0, s>>>(src, esc_cnt, esc_off, ntiles, n, row_len,
+                                                                          dx, esc_vals, escapes, q, tail, err);
+            ZB_LAUNCHED("k_patch_escapes");
+        }
+        tb = temp_bytes;
+        exclusive_segmented_sum(temp, tb, tail, carry, ntiles, s);
+        k_pack_carries<<<grid_for(ntiles, 256), 256, 0, s>>>(first_head, carry, ntiles, xc);
+        ZB_LAUNCHED("k_pack_carries");
+    }
+    // The rest of the N-D inclusive prefix sum (y, then z), the last pass fused with dequantization into out.
+    template <typename T> void values(double twoeb, T *out, cudaStream_t s) const {
+        if (rank == 1) {
+            k_finish_1d<T><<<grid_for(n, 256), 256, 0, s>>>(q, xc, n, twoeb, out);
+            ZB_LAUNCHED("k_finish_1d");
+            return;
+        }
+        if (yz.applies) {
+            launch_yz_prefix<T>(yz, q, xc, sums, out, twoeb, s);
+            return;
+        }
+        // x_carry: this pass reads the in-tile x-prefix and adds the tile carries.
+        auto pass = [&](const Lines &a, bool final_pass, bool x_carry) {
+            const uint64_t threads = a.outer * a.nseg * a.inner;
+            const unsigned grid = grid_for(threads, 256);
+            if (a.nseg > 1) {
+                if (x_carry) k_segment_sums<true><<<grid, 256, 0, s>>>(q, xc, a, sums);
+                else k_segment_sums<false><<<grid, 256, 0, s>>>(q, xc, a, sums);
+                ZB_LAUNCHED("k_segment_sums");
+                launch_line_scan(sums, a.outer * a.inner, a.nseg, s);
+            }
+            if (final_pass && x_carry)
+                k_segment_apply<T, true, true><<<grid, 256, 0, s>>>(q, xc, a, sums, out, twoeb);
+            else if (final_pass)
+                k_segment_apply<T, true, false><<<grid, 256, 0, s>>>(q, xc, a, sums, out, twoeb);
+            else if (x_carry)
+                k_segment_apply<T, false, true><<<grid, 256, 0, s>>>(q, xc, a, sums, out, twoeb);
+            else
+                k_segment_apply<T, false, false><<<grid, 256, 0, s>>>(q, xc, a, sums, out, twoeb);
+            ZB_LAUNCHED("k_segment_apply");
+        };
+        pass(ly, rank == 2, tiles_have_x_carries(row_len));  // ranks 2 and 3: row_len = nx
+        if (rank == 3) pass(lz, true, false);
+    }
+};
+
 // ---- host driver -------------------------------------------------------------------------------------------------
 
 inline std::string error_text(uint32_t e) {
@@ -868,41 +1022,17 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     const uint64_t k = h.exceptions;
     ExceptionDecoder ex;
     ex.init(n, raw ? 0 : k, h.runs, h.seg[kSegEdgeBlocks].length, false);
-    const uint64_t target = (uint64_t)c.sm_count * 2048;
-    const int rank = h.shape.rank;
-    const uint64_t nx = h.shape.nx(), ny = h.shape.ny(), nz = h.shape.nz();
-    // Lorenzo segments along the slowest dim (version 6): each an array of its own. Rank 1 scans rows of a segment
-    // each in the tiles (like the rows of rank 2 and 3); ranks 2 and 3 see their slowest dim as segments x layers.
-    const LorenzoSegments segs =
-        h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape);
-    const uint64_t row_len = rank == 1 ? segs.per_segment : nx;   // where the x scan restarts
-    // Rank 2: y lines (segments x layers x nx). Rank 3: y lines (nz x ny x nx), then z lines (segments x layers x
-    // ny*nx).
-    const Lines ly = rank == 3 ? make_lines(nz, ny, nx, target)
-                               : make_lines(segs.count(), segs.per_segment, nx, target, ny);
-    const Lines lz = make_lines(segs.count(), segs.per_segment, nx * ny, target, nz);   // read in rank 3 only
-    const YzPlan yz = rank == 3 ? plan_yz(c, nx, ny, nz, segs) : YzPlan{};
-    auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
-    const uint64_t nsums = raw            ? 0
-                           : yz.applies ? yz.plane_words()
-                                        : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
+    // Lorenzo segments along the slowest dim (version 6): each an array of its own.
+    LorenzoInverse li;
+    if (!raw)
+        li.plan(c, h.shape, h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape));
 
     size_t scan_bytes = 0;
-    auto need = [&](size_t b) { scan_bytes = std::max(scan_bytes, b); };
-    if (!raw) {
-        size_t tb = 0;
-        exclusive_sum(nullptr, tb, nullptr, nullptr, ntiles, s);
-        need(tb);
-        tb = 0;
-        exclusive_segmented_sum(nullptr, tb, nullptr, nullptr, ntiles, s);
-        need(tb);
-        need(ex.scan_bytes(s));
-    }
+    if (!raw) scan_bytes = std::max(li.scan_bytes(s), ex.scan_bytes(s));
 
     struct {
         uint8_t *payload;
-        uint32_t *cnt, *off, *esc_cnt, *esc_off, *first_head, *q, *sums, *err, *crcs;
-        uint2 *tail, *carry, *xc;
+        uint32_t *cnt, *off, *err, *crcs;
         T *out;
         void *temp;
     } b{};
@@ -915,14 +1045,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         if (raw) return;
         b.cnt = cv.take<uint32_t>(ntiles);
         b.off = cv.take<uint32_t>(ntiles);
-        b.esc_cnt = cv.take<uint32_t>(ntiles);
-        b.esc_off = cv.take<uint32_t>(ntiles);
-        b.first_head = cv.take<uint32_t>(ntiles);
-        b.tail = cv.take<uint2>(ntiles);
-        b.carry = cv.take<uint2>(ntiles);
-        b.xc = cv.take<uint2>(ntiles);
-        b.q = cv.take<uint32_t>(n);
-        b.sums = cv.take<uint32_t>(nsums);
+        li.carve(cv);
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
     };
@@ -949,67 +1072,17 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         if (len) ZB_CUDA(cudaMemcpyAsync(out, pay, len, cudaMemcpyDeviceToDevice, s));
     } else {
         size_t tb;
-        const uint32_t *flags = reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags));
-        const uint4 *blocks = reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks));
-        const uint64_t nnz = h.nonzero_code_blocks;
-        const FastDiv dx(row_len);
+        const TileCodes src{reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags)),
+                            reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks)), h.nonzero_code_blocks, b.cnt, b.off};
         timer.begin("tiles");
-        k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(flags, ntiles, b.cnt);
+        k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(src.flags, ntiles, b.cnt);
         ZB_LAUNCHED("k_tile_nnz");
         tb = scan_bytes;
         exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
-        k_decode<<<(unsigned)ntiles, kTileThreads, 0, s>>>(flags, blocks, nnz, b.cnt, b.off, ntiles, n, row_len, dx,
-                                                          h.escapes, b.q, b.first_head, b.tail, b.esc_cnt, b.err);
-        ZB_LAUNCHED("k_decode");
-        if (h.escapes) {
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.esc_cnt, b.esc_off, ntiles, s);
-            k_patch_escapes<<<(unsigned)ntiles, kTileThreads, 0, s>>>(
-                flags, blocks, nnz, b.off, b.esc_cnt, b.esc_off, ntiles, n, row_len, dx,
-                reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.q, b.tail, b.err);
-            ZB_LAUNCHED("k_patch_escapes");
-        }
-        // Carries of the x-prefix between tiles.
-        tb = scan_bytes;
-        exclusive_segmented_sum(b.temp, tb, b.tail, b.carry, ntiles, s);
-        k_pack_carries<<<grid_for(ntiles, 256), 256, 0, s>>>(b.first_head, b.carry, ntiles, b.xc);
-        ZB_LAUNCHED("k_pack_carries");
+        li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp, scan_bytes, s);
         timer.end();
-
-        // The rest of the N-D inclusive prefix sum (y, then z), the last pass fused with dequantization.
-        const double twoeb = 2.0 * h.eb;
         timer.begin("prefix");
-        if (rank == 1) {
-            k_finish_1d<T><<<grid_for(n, 256), 256, 0, s>>>(b.q, b.xc, n, twoeb, out);
-            ZB_LAUNCHED("k_finish_1d");
-        } else {
-            // x_carry: this pass reads the in-tile x-prefix and adds the tile carries.
-            auto pass = [&](const Lines &a, bool final_pass, bool x_carry) {
-                const uint64_t threads = a.outer * a.nseg * a.inner;
-                const unsigned grid = grid_for(threads, 256);
-                if (a.nseg > 1) {
-                    if (x_carry) k_segment_sums<true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
-                    else k_segment_sums<false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums);
-                    ZB_LAUNCHED("k_segment_sums");
-                    launch_line_scan(b.sums, a.outer * a.inner, a.nseg, s);
-                }
-                if (final_pass && x_carry)
-                    k_segment_apply<T, true, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
-                else if (final_pass)
-                    k_segment_apply<T, true, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
-                else if (x_carry)
-                    k_segment_apply<T, false, true><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
-                else
-                    k_segment_apply<T, false, false><<<grid, 256, 0, s>>>(b.q, b.xc, a, b.sums, out, twoeb);
-                ZB_LAUNCHED("k_segment_apply");
-            };
-            if (yz.applies) {
-                launch_yz_prefix<T>(yz, b.q, b.xc, b.sums, out, twoeb, s);
-            } else {
-                pass(ly, rank == 2, tiles_have_x_carries(nx));
-                if (rank == 3) pass(lz, true, false);
-            }
-        }
+        li.values<T>(2.0 * h.eb, out, s);
         timer.end();
 
         if (k) {

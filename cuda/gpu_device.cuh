@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 #include "zb_div32.h"
+#include "zb_quant.h"
 #include "zb_transpose8.h"
 
 namespace zb {
@@ -43,6 +44,16 @@ struct FastDiv {
 struct Dims {
     uint64_t n, nx, ny, nz, seg;
     FastDiv dx, dy, dseg;
+};
+
+// How a 16-bit code array holds the integer codes q (|q| < radius) for the stream's encoder (docs/FORMAT.md 8):
+// the fast encoder's sign-magnitude codes (escape 0x8000), or the ratio encoder's symbols q + radius (escape 0).
+struct CodeStyle {
+    int32_t radius;
+    int ratio;
+    ZB_HD uint16_t put(int32_t q) const { return ratio ? (uint16_t)(q + radius) : delta_to_code(q); }
+    ZB_HD uint16_t escape() const { return ratio ? (uint16_t)0 : kEscapeCode; }
+    ZB_HD int32_t get(uint16_t c) const { return ratio ? (int32_t)c - radius : code_to_delta(c); }
 };
 
 // Bits of the per-call error word set by the decoder's kernels; see error_text() in decode.cuh.

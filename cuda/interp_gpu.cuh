@@ -25,9 +25,11 @@
 //   recomputed from the lattice integers), exceptions; CRC pieces; header on the host (core's write_header) with the
 //   combined payload checksum.
 // Decode: parameters read on the host; codes (fast: per tile expand + un-bitshuffle, decode.cuh's helpers; ratio:
-// ratio_decode); exceptions -> values and mask (decode.cuh's ExceptionDecoder); lattice: codes -> deltas (escapes
-// patched in lattice order) -> 3D prefix sums on the lattice (decode.cuh's line scans) -> values; then, for interp,
-// the passes in order. The decoder checks everything the CPU decoder checks (code blocks, padding, escapes, codes out
+// ratio_decode). Lorenzo: the fast decoder's inverse on the code array (decode.cuh's LorenzoInverse: x-prefix in
+// tiles, escapes patched, the y and z prefix fused with dequantization), then the exceptions' values over it.
+// Interp: exceptions -> values and mask (decode.cuh's ExceptionDecoder); the anchors' lattice: codes -> deltas
+// (escapes patched in lattice order) -> 3D prefix sums on the lattice (decode.cuh's line scans) -> values; then the
+// passes in order. The decoder checks everything the CPU decoder checks (code blocks, padding, escapes, codes out
 // of range, exceptions) and answers ZB_ERR_CORRUPT like it.
 #pragma once
 #include <chrono>
@@ -59,15 +61,6 @@ inline uint64_t param_bytes(uint8_t predictor) {
 enum { kSegParams = 0, kSegFlags, kSegBlocks };
 constexpr int kMaxSegCount = 1 + kRatioSegmentCount + 1 + 5;
 
-// How a 16-bit code array holds the integer codes q (|q| < radius) for the stream's encoder (docs/FORMAT.md 8):
-// the fast encoder's sign-magnitude codes (escape 0x8000), or the ratio encoder's symbols q + radius (escape 0).
-struct CodeStyle {
-    int32_t radius;
-    int ratio;
-    ZB_HD uint16_t put(int32_t q) const { return ratio ? (uint16_t)(q + radius) : delta_to_code(q); }
-    ZB_HD uint16_t escape() const { return ratio ? (uint16_t)0 : kEscapeCode; }
-    ZB_HD int32_t get(uint16_t c) const { return ratio ? (int32_t)c - radius : code_to_delta(c); }
-};
 inline CodeStyle code_style(uint8_t encoder) {
     return encoder == kEncRatio ? CodeStyle{kRatioRadius, 1} : CodeStyle{kFastRadius, 0};
 }
@@ -737,14 +730,18 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     if (!lorenzo && !interp_params_read(pbytes + kV2CommonParamBytes, ip, why))
         fail(ZB_ERR_CORRUPT, "corrupt stream: " + why);
 
-    const Lattice lat = lorenzo ? make_lattice(h.shape, InterpCodeOrder::kIndex, 1)
-                                : make_lattice(h.shape, interp_code_order(h.version), kAnchor);
+    // Lorenzo: the fast decoder's inverse on the code array (dec::LorenzoInverse), the exceptions written after it;
+    // interp: the anchors' lattice, then the passes, which read the exceptions' values and skip them by their mask.
+    const Lattice lat = lorenzo ? Lattice{} : make_lattice(h.shape, interp_code_order(h.version), kAnchor);
     const uint64_t nlat = lat.n;
     dec::Lines lines[3];
-    lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
+    if (!lorenzo) lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
+    dec::LorenzoInverse li;
+    if (lorenzo) li.plan(c, h.shape, lorenzo_one_segment(h.shape));
     dec::ExceptionDecoder ex;
-    ex.init(n, k, h.runs);
-    const size_t scan_bytes = std::max(ex.scan_bytes(s), exclusive_sum_temp_bytes({ntiles, nlat}, s));
+    ex.init(n, k, h.runs, h.seg[si.exc0 + 1].length, !lorenzo);
+    const size_t scan_bytes = std::max({ex.scan_bytes(s), exclusive_sum_temp_bytes({ntiles, nlat}, s),
+                                        lorenzo ? li.scan_bytes(s) : size_t(0)});
     const bool dst_aligned = (reinterpret_cast<uintptr_t>(dst) % sizeof(T)) == 0;
     const bool own_out = !dst_on_device || !dst_aligned;
     // After the ratio encoder's segments (any length) the escapes and exception segments may be unaligned for the
@@ -774,7 +771,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         b.qlat = cv.take<uint32_t>(nlat);
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
-        b.sums = cv.take<uint32_t>(lattice_sums_needed(lines));
+        b.sums = cv.take<uint32_t>(lorenzo ? 0 : lattice_sums_needed(lines));
+        if (lorenzo) li.carve(cv);
         b.tail = cv.take<uint8_t>(tail_room);
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
@@ -827,36 +825,41 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         timer.end();
     }
 
-    // ---- exceptions first: the predictor reads their values, and their mask skips them
-    if (k) {
+    const int x0 = si.exc0;
+    const uint8_t *xs[5] = {tail_seg(x0), tail_seg(x0 + 1), tail_seg(x0 + 2), tail_seg(x0 + 3), tail_seg(x0 + 4)};
+    auto exceptions = [&] {
+        if (!k) return;
         timer.begin("exceptions");
-        const int x0 = si.exc0;
-        const uint8_t *xs[5] = {tail_seg(x0), tail_seg(x0 + 1), tail_seg(x0 + 2), tail_seg(x0 + 3), tail_seg(x0 + 4)};
         ex.run<T>(xs, h.seg[x0 + 1].length, h.seg[x0 + 3].length, out, b.err, b.temp, scan_bytes, s);
         timer.end();
-    }
-    const uint32_t *M = k ? ex.M : nullptr;
+    };
+    const int32_t *esc_vals = reinterpret_cast<const int32_t *>(tail_seg(si.esc));
+    if (lorenzo) {
+        timer.begin("lorenzo");
+        li.tiles(dec::ArrayCodes{b.codes, cs}, esc_vals, h.escapes, b.err, b.temp, scan_bytes, s);
+        li.values<T>(2.0 * h.eb, out, s);
+        timer.end();
+        exceptions();   // their values over the dequantized codes
+    } else {
+        // ---- exceptions first: the passes read their values, and their mask skips them
+        exceptions();
+        const uint32_t *M = k ? ex.M : nullptr;
+        // ---- the anchors' lattice
+        timer.begin("anchors");
+        k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.codes, b.qlat, b.esc);
+        ZB_LAUNCHED("k_anchor_read");
+        tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
+        k_anchor_patch<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off, esc_vals, h.escapes, b.qlat, b.err);
+        ZB_LAUNCHED("k_anchor_patch");
+        dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
+        ZB_LAUNCHED("k_expect_total");
+        lattice_prefix(b.qlat, lines, b.sums, s);
+        k_anchor_values<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, M, 2.0 * ip.level_eb[kInterpLevels], out);
+        ZB_LAUNCHED("k_anchor_values");
+        timer.end();
 
-    // ---- the lattice (interp: the anchors; Lorenzo: every point)
-    timer.begin(lorenzo ? "lorenzo" : "anchors");
-    k_anchor_read<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.codes, b.qlat, b.esc);
-    ZB_LAUNCHED("k_anchor_read");
-    tb = scan_bytes;
-    exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
-    k_anchor_patch<<<grid_for(nlat, 256), 256, 0, s>>>(nlat, b.esc, b.esc_off,
-                                                        reinterpret_cast<const int32_t *>(tail_seg(si.esc)), h.escapes,
-                                                        b.qlat, b.err);
-    ZB_LAUNCHED("k_anchor_patch");
-    dec::k_expect_total<<<1, 32, 0, s>>>(b.esc_off, b.esc, nlat, h.escapes, kErrEscapes, b.err);
-    ZB_LAUNCHED("k_expect_total");
-    lattice_prefix(b.qlat, lines, b.sums, s);
-    const double twoa = 2.0 * (lorenzo ? h.eb : ip.level_eb[kInterpLevels]);
-    k_anchor_values<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.qlat, M, twoa, out);
-    ZB_LAUNCHED("k_anchor_values");
-    timer.end();
-
-    // ---- interp: the levels, as the encoder ran them
-    if (!lorenzo)
+        // ---- the levels, as the encoder ran them
         for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
             if (i == 0) timer.begin(kLevelNames[l]);
             if (g.npts) {
@@ -866,6 +869,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             }
             if (i == 2) timer.end();
         });
+    }
 
     // ---- payload checksum compared on the device, the error word back to the host; the values only once they
     //      are known to be good
