@@ -468,11 +468,9 @@ __device__ __forceinline__ FirstLeft first_left(const Src &src, const Dims &dm, 
 // test of the words' bits 15 and 31 finds the rare thread with escapes, which alone tests its codes one by one (a
 // compare, a select and a predicated store per value before: about 5 of k_quantize_encode's 76 instructions per
 // value).
-template <int Rank, bool kInside, bool Keep>
-__device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, uint32_t (&w)[4],
-                                           int32_t *__restrict__ escd, uint64_t e) {
-    int32_t d[8];
-    uint32_t capped[8];
+// The Lorenzo deltas of values e .. e+7 from their rows (0 for a value past the end; kInside as for codes8).
+template <int Rank, bool kInside>
+__device__ __forceinline__ void deltas8(const Rows8 &r, const FirstLeft &p, int32_t (&d)[8]) {
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
         const bool has_left = (kInside && k > 0) || ((r.left >> k) & 1);
@@ -489,8 +487,16 @@ __device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, u
         // the end gets code 0 (delta 0).
         const bool valid = kInside || ((r.valid >> k) & 1);
         d[k] = valid ? delta_from<Rank>(nb, 0, 0, 0) : 0;
-        capped[k] = capped_magnitude(d[k]);
     }
+}
+template <int Rank, bool kInside, bool Keep>
+__device__ __forceinline__ uint32_t codes8(const Rows8 &r, const FirstLeft &p, uint32_t (&w)[4],
+                                           int32_t *__restrict__ escd, uint64_t e) {
+    int32_t d[8];
+    uint32_t capped[8];
+    deltas8<Rank, kInside>(r, p, d);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) capped[k] = capped_magnitude(d[k]);
     uint32_t any = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -534,6 +540,49 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
     uint32_t w[4];  // written whole by codes8
     const uint32_t escaped = tile_codes<Rank, false>(r, p, w, nullptr, e);
     store_tile(w, (uint32_t)__popc(escaped), tile_exception_share(mwords, t), t, dense, flags, counts);
+}
+
+// k_encode's form for the ratio encoder (v2-layout Lorenzo streams, interp_gpu.cuh): the tile's 16-bit codes in
+// index order at codes[t * 2048 ..] (cs.put(d), cs.escape() where |d| >= cs.radius, 0 past n) and counts[t] = {0,
+// escapes, exceptions, 0}, which k_escapes and the exception stage read as they read k_encode's.
+template <int Rank, bool VecRows>
+__global__ void __launch_bounds__(kTileThreads)
+k_codes16(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, CodeStyle cs,
+          uint16_t *__restrict__ codes, uint4 *__restrict__ counts) {
+    __shared__ TileCounts wc;
+    const uint64_t t = blockIdx.x, e = t * kTileCodes + 8 * (uint64_t)threadIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const GlobalQ src{q};
+    Rows8 r;
+    load_rows8<Rank, VecRows>(src, dm, e, r);
+    const FirstLeft p = first_left<Rank>(src, dm, e, r);
+    int32_t d[8];
+    if (r.valid == 0xFFu && (r.left | 1u) == 0xFFu) deltas8<Rank, true>(r, p, d);
+    else deltas8<Rank, false>(r, p, d);
+    uint32_t w[4], esc = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        uint32_t half[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int k = 2 * i + h;
+            const bool valid = (r.valid >> k) & 1;
+            const bool escaped = valid && !(d[k] > -cs.radius && d[k] < cs.radius);
+            esc += escaped;
+            half[h] = !valid ? 0u : escaped ? cs.escape() : cs.put(d[k]);
+        }
+        w[i] = half[0] | (half[1] << 16);
+    }
+    *reinterpret_cast<uint4 *>(codes + e) = make_uint4(w[0], w[1], w[2], w[3]);
+    esc = __reduce_add_sync(kFullMask, esc);
+    const uint32_t exc = __reduce_add_sync(kFullMask, tile_exception_share(mwords, t));
+    if (lane == 0) {
+        wc.nnz[warp] = 0;
+        wc.esc[warp] = esc;
+        wc.exc[warp] = exc;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) sum_tile_counts(wc, t, counts);
 }
 
 // ---- quantization and the tile kernel in one pass ----------------------------------------------------------------
@@ -677,16 +726,17 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
 
 // ---- escapes -----------------------------------------------------------------------------------------------------
 
-// Tiles with escapes recompute their deltas and append the escaped ones, in index order, at the tile's offset.
+// Tiles with escapes (|delta| >= radius) recompute their deltas and append the escaped ones, in index order, at the
+// tile's offset: in the payload where the layout words w put the escape segment (the fast encoder), or at dst.
 template <int Rank>
 __global__ void __launch_bounds__(kTileThreads)
 k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ counts, const uint4 *__restrict__ offs,
-          uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w) {
+          uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w, int32_t *__restrict__ dst, int32_t radius) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     const uint64_t t = blockIdx.x;
-    if (w->status != kLayoutOk || counts[t].y == 0) return;
-    int32_t *out = reinterpret_cast<int32_t *>(pay + w->off[kSegEscapes]);  // 4-byte aligned: see encode_impl
+    if ((w && w->status != kLayoutOk) || counts[t].y == 0) return;
+    int32_t *out = dst ? dst : reinterpret_cast<int32_t *>(pay + w->off[kSegEscapes]);  // 4-byte aligned: see encode_impl
     uint64_t run = offs[t].y;
     for (int r = 0; r < 8; ++r) {
         const uint64_t i = t * kTileCodes + (uint64_t)r * kTileThreads + threadIdx.x;
@@ -696,7 +746,7 @@ k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ cou
             int64_t z, y, xx;
             coords<Rank>(dm, i, z, y, xx);
             d = delta_from<Rank>(load_neighbours<Rank>(q, dm, i, z, y, xx), z, y, xx);
-            f = delta_to_code(d) == kEscapeCode;
+            f = !(d > -radius && d < radius);
         }
         uint32_t pos, total;
         Scan(tmp).ExclusiveSum(f, pos, total);
@@ -867,18 +917,20 @@ __global__ void k_runs(const U *__restrict__ V, uint64_t nwords, uint32_t per_wa
 
 // ---- host driver -------------------------------------------------------------------------------------------------
 
-inline Dims make_dims(const Shape &s) {
+// segs: the Lorenzo segments of the stream (format version 6), or lorenzo_one_segment (version 2).
+inline Dims make_dims(const Shape &s, const LorenzoSegments &segs) {
     Dims d;
     d.n = s.n;
     d.nx = s.nx();
     d.ny = s.ny();
     d.nz = s.nz();
-    d.seg = lorenzo_segments(s).per_segment;
+    d.seg = segs.per_segment;
     d.dx = FastDiv(d.nx);
     d.dy = FastDiv(d.ny);
     d.dseg = FastDiv(d.seg);
     return d;
 }
+inline Dims make_dims(const Shape &s) { return make_dims(s, lorenzo_segments(s)); }
 
 inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
                           const Dims &dm, uint4 *dense, uint32_t *flags, uint4 *counts) {
@@ -891,13 +943,26 @@ inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint3
     ZB_LAUNCHED("k_encode");
 }
 
-// Escapes of a stream laid out on the device (k_escapes reads the layout words w; pay = the payload).
+inline void launch_codes16(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
+                           const Dims &dm, CodeStyle cs, uint16_t *codes, uint4 *counts) {
+    const bool vec = dm.nx % 4 == 0;  // as launch_encode
+    auto kernel = rank == 1 ? k_codes16<1, false>
+                  : rank == 2 ? (vec ? k_codes16<2, true> : k_codes16<2, false>)
+                              : (vec ? k_codes16<3, true> : k_codes16<3, false>);
+    kernel<<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, cs, codes, counts);
+    ZB_LAUNCHED("k_codes16");
+}
+
+// Escapes (|delta| >= radius) of a stream laid out on the device (k_escapes reads the layout words w; pay = the
+// payload), or, with w null, at dst.
 inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const Dims &dm,
-                           const uint4 *counts, const uint4 *offs, uint8_t *pay, const EncodeWords *w) {
+                           const uint4 *counts, const uint4 *offs, uint8_t *pay, const EncodeWords *w,
+                           int32_t *dst = nullptr, int32_t radius = kFastRadius) {
+    const unsigned grid = (unsigned)ntiles;
     switch (rank) {
-        case 1: k_escapes<1><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
-        case 2: k_escapes<2><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
-        default: k_escapes<3><<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w); break;
+        case 1: k_escapes<1><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
+        case 2: k_escapes<2><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
+        default: k_escapes<3><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
     }
     ZB_LAUNCHED("k_escapes");
 }

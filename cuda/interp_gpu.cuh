@@ -501,9 +501,13 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const size_t raw_bytes = raw_stream_bytes(dtype, n);
     const bool lorenzo = p.predictor == ZB_PRED_LORENZO;   // the caller resolved auto
     // Interp: the anchors, codes in pass order (format v3). Lorenzo: every point, codes in index order (format v2).
-    const Lattice lat = lorenzo ? make_lattice(shape, InterpCodeOrder::kIndex, 1)
-                                : make_lattice(shape, InterpCodeOrder::kPass, kAnchor);
+    // Lorenzo runs the fast encoder's quantization and its Lorenzo deltas (one segment) as 16-bit codes
+    // (enc::k_quantize, enc::k_codes16: no lattice); the v2 encoder runs Lorenzo only with the ratio encoder (the fast
+    // one is format v1 or v6, encode.cuh).
+    if (lorenzo && p.encoder != ZB_ENC_RATIO) fail(ZB_ERR_INTERNAL, "v2 encoder: Lorenzo runs with the ratio encoder");
+    const Lattice lat = lorenzo ? Lattice{} : make_lattice(shape, InterpCodeOrder::kPass, kAnchor);
     const uint64_t nlat = lat.n;
+    const Dims dm = enc::make_dims(shape, lorenzo_one_segment(shape));
 
     const size_t scan_bytes = std::max(exclusive_sum4_temp_bytes(ntiles, s), exclusive_sum_temp_bytes({nlat}, s));
     struct {
@@ -525,7 +529,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.dense = cv.take<uint4>(p.encoder == ZB_ENC_RATIO ? 0 : ntiles * 256);   // fast encoder only
         b.counts = cv.take<uint4>(ntiles);
         b.offs = cv.take<uint4>(ntiles);
-        b.qlat = cv.take<uint32_t>(nlat);
+        b.qlat = cv.take<uint32_t>(lorenzo ? n : nlat);   // Lorenzo: the quantized integers of every value
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
         b.scratch = cv.take<unsigned long long>(8);
@@ -563,17 +567,26 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
 
     // ---- 2. the predictor: the lattice (interp: anchors at level_eb[3]; Lorenzo: every point at eb), then the
     //      interp passes of each level
-    ZB_CUDA(cudaMemsetAsync(b.mwords, 0, ntiles * 64 * sizeof(uint32_t), s));
-    if (ntiles * kTileCodes > n)
-        ZB_CUDA(cudaMemsetAsync(b.codes + n, 0, (ntiles * kTileCodes - n) * sizeof(uint16_t), s));
+    size_t tb;
     timer.begin(lorenzo ? "lorenzo" : "anchors");
     const QuantParams qa = make_quant_params(lorenzo ? h.eb : ip.level_eb[kInterpLevels], p.has_fill, p.fill_bits);
-    k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, lorenzo ? nullptr : b.rec, b.mwords);
-    ZB_LAUNCHED("k_anchor_quant");
-    k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.qlat, b.codes, b.esc);
-    ZB_LAUNCHED("k_anchor_delta");
-    size_t tb = scan_bytes;
-    exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
+    if (lorenzo) {   // q and every mask word, then the codes of whole tiles and counts {0, escapes, exceptions, 0}
+        const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+        (aligned ? enc::k_quantize<T, true, false> : enc::k_quantize<T, false, false>)
+            <<<(unsigned)(ntiles * (kTileCodes / 1024)), 256, 0, s>>>(x, n, qa, nullptr, b.qlat, b.mwords);
+        ZB_LAUNCHED("k_quantize");
+        enc::launch_codes16(shape.rank, ntiles, s, b.qlat, b.mwords, dm, cs, b.codes, b.counts);
+    } else {
+        ZB_CUDA(cudaMemsetAsync(b.mwords, 0, ntiles * 64 * sizeof(uint32_t), s));
+        if (ntiles * kTileCodes > n)
+            ZB_CUDA(cudaMemsetAsync(b.codes + n, 0, (ntiles * kTileCodes - n) * sizeof(uint16_t), s));
+        k_anchor_quant<T><<<grid_for(nlat, 256), 256, 0, s>>>(lat, x, qa, b.qlat, b.rec, b.mwords);
+        ZB_LAUNCHED("k_anchor_quant");
+        k_anchor_delta<<<grid_for(nlat, 256), 256, 0, s>>>(lat, cs, b.qlat, b.codes, b.esc);
+        ZB_LAUNCHED("k_anchor_delta");
+        tb = scan_bytes;
+        exclusive_sum(b.temp, tb, b.esc, b.esc_off, nlat, s);
+    }
     timer.end();
     if (!lorenzo)
         for_each_pass(ip, lat, [&](int l, int i, const PassGeo &g) {
@@ -591,10 +604,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(pay + pbytes);   // segment 1 follows the parameters
     RatioEncoder renc;
     timer.begin("tiles");
-    if (ratio) {
+    if (ratio && !lorenzo) {   // (Lorenzo: k_codes16 wrote the counts)
         k_tile_exceptions<<<grid_for(ntiles, 256), 256, 0, s>>>(b.mwords, ntiles, b.counts);
         ZB_LAUNCHED("k_tile_exceptions");
-    } else {
+    } else if (!ratio) {
         k_code_tiles<<<(unsigned)ntiles, kTileThreads, 0, s>>>(b.codes, b.mwords, b.dense, code_flags, b.counts);
         ZB_LAUNCHED("k_code_tiles");
     }
@@ -603,7 +616,9 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     {
         const uint32_t *off = reinterpret_cast<const uint32_t *>(b.offs);
         const uint32_t *cnt = reinterpret_cast<const uint32_t *>(b.counts);
-        const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}, {b.esc_off, b.esc, nlat, 1}};
+        // Escapes: Lorenzo's per tile (counts .y), the anchors' per lattice point.
+        const ScanTotal esc = lorenzo ? ScanTotal{off + 1, cnt + 1, ntiles, 4} : ScanTotal{b.esc_off, b.esc, nlat, 1};
+        const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}, esc};
         scan_totals(t, 3, b.scratch + 2, s);
     }
     timer.end();
@@ -675,7 +690,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         sparse_copy(reinterpret_cast<const uint32_t *>(b.dense), ntiles * 256, h.nonzero_code_blocks, code_flags,
                     reinterpret_cast<const uint32_t *>(b.offs), 4, kTileFlagWords, seg(kSegBlocks), s);
     }
-    if (h.escapes) {
+    if (h.escapes && lorenzo) {
+        enc::launch_escapes(shape.rank, ntiles, s, b.qlat, dm, b.counts, b.offs, nullptr, nullptr,
+                            reinterpret_cast<int32_t *>(esc_at), cs.radius);
+    } else if (h.escapes) {
         k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.esc, b.esc_off, b.qlat,
                                                              reinterpret_cast<int32_t *>(esc_at));
         ZB_LAUNCHED("k_anchor_escapes");
