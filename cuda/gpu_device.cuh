@@ -83,9 +83,18 @@ __device__ __forceinline__ void store16(uint8_t *dst, uint4 v) {
         uint32_t *d = reinterpret_cast<uint32_t *>(dst);
         d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
     } else {
+        // The three whole words inside [dst, dst + 16) from funnel shifts of the block's words, the 4 bytes around
+        // them one by one (16 byte stores before: the ratio encoder's bitstream lands at any offset).
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        const int head = 4 - (int)(a & 3);  // bytes before the first whole word: 1..3
+        uint32_t *whole = reinterpret_cast<uint32_t *>(dst + head);
 #pragma unroll
-        for (int i = 0; i < 16; ++i) dst[i] = (uint8_t)(w[i >> 2] >> (8 * (i & 3)));
+        for (int i = 0; i < 3; ++i) whole[i] = __funnelshift_r(w[i], w[i + 1], 8 * head);
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+            if (j < head) dst[j] = (uint8_t)(w[0] >> (8 * j));
+            if (j >= head - 1) dst[13 + j] = (uint8_t)(w[3] >> (8 * (j + 1)));   // bytes 12 + head .. 15
+        }
     }
 }
 
