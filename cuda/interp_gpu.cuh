@@ -6,15 +6,17 @@
 // equals the CPU's.
 //
 // The two predictors share one driver. The interp predictor's anchors (points whose coordinates are multiples of 8)
-// are dual-quantized and coded with an integer 3D Lorenzo on their lattice; the Lorenzo predictor is exactly that
-// on the lattice of stride 1 (every point, at the stream's bound eb), with no interpolation passes after it.
+// are dual-quantized and coded with an integer 3D Lorenzo on their lattice; the Lorenzo predictor is that Lorenzo on
+// every point (at the stream's bound eb, the whole array one segment), which the fast pipeline's kernels compute
+// (encode.cuh's k_quantize and k_codes16, decode.cuh's LorenzoInverse), with no interpolation passes after it.
 //
 // Encode (device memory throughout; "sync" = the host waits for the stream):
 //   k_range (interp always: interp_tune needs the finite range for alpha; Lorenzo for REL only) -> sync
 //   interp: zb::interp_tune on the host from sample points (from the host copy; for a device array the points
 //     zb::interp_tune_points lists are gathered on the device and copied, host_points.cuh)
-//   k_anchor_quant: dual-quant of the lattice points -> lattice integers, recon (interp), mask bits
-//   k_anchor_delta: integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000 / 0), escape flags; CUB scan
+//   interp: k_anchor_quant: dual-quant of the lattice points -> lattice integers, recon, mask bits; k_anchor_delta:
+//     integer Lorenzo on the lattice -> 16-bit codes (escaped: 0x8000 / 0), escape flags; CUB scan. Lorenzo:
+//     k_quantize (integers, mask words), k_codes16 (16-bit codes of whole tiles, escapes and exceptions per tile)
 //   interp, per level (stride 4, 2, 1) and pass (dim order[0..2]): k_pass_encode, one thread per point of the pass:
 //     zb::interp_predict from the reconstruction, zb::quantize_residual -> code, recon, exception mask bit
 //   fast: k_code_tiles: per 2048-code tile bitshuffle (8 codes per thread, 8x8 bit transposes in registers) +
@@ -22,7 +24,7 @@
 //     ratio encoder's plan; CUB scan -> sync (non-zero blocks, exceptions, escapes)
 //   exceptions (encode.cuh's ExceptionStage) -> sync; v2 layout (core's v2_layout), raw-passthrough decision
 //   segments at their final offsets: parameters, code blocks (sparse copy) or the ratio segments, escapes (deltas
-//   recomputed from the lattice integers), exceptions; CRC pieces; header on the host (core's write_header) with the
+//   recomputed from the integers: enc::k_escapes for Lorenzo, k_anchor_escapes for the anchors), exceptions; CRC pieces; header on the host (core's write_header) with the
 //   combined payload checksum.
 // Decode: parameters read on the host; codes (fast: per tile expand + un-bitshuffle, decode.cuh's helpers; ratio:
 // ratio_decode). Lorenzo: the fast decoder's inverse on the code array (decode.cuh's LorenzoInverse: x-prefix in
