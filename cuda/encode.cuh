@@ -567,7 +567,7 @@ k_codes16(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, D
         for (int h = 0; h < 2; ++h) {
             const int k = 2 * i + h;
             const bool valid = (r.valid >> k) & 1;
-            const bool escaped = valid && !(d[k] > -cs.radius && d[k] < cs.radius);
+            const bool escaped = valid && cs.escaped(d[k]);
             esc += escaped;
             half[h] = !valid ? 0u : escaped ? cs.escape() : cs.put(d[k]);
         }
@@ -726,12 +726,12 @@ k_quantize_encode(const T *__restrict__ x, bool aligned, QuantParams qp, const Q
 
 // ---- escapes -----------------------------------------------------------------------------------------------------
 
-// Tiles with escapes (|delta| >= radius) recompute their deltas and append the escaped ones, in index order, at the
-// tile's offset: in the payload where the layout words w put the escape segment (the fast encoder), or at dst.
+// Tiles with escapes (cs.escaped) recompute their deltas and append the escaped ones, in index order, at the tile's
+// offset: in the payload where the layout words w put the escape segment (the fast encoder), or at dst.
 template <int Rank>
 __global__ void __launch_bounds__(kTileThreads)
 k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ counts, const uint4 *__restrict__ offs,
-          uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w, int32_t *__restrict__ dst, int32_t radius) {
+          uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w, int32_t *__restrict__ dst, CodeStyle cs) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     const uint64_t t = blockIdx.x;
@@ -746,7 +746,7 @@ k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ cou
             int64_t z, y, xx;
             coords<Rank>(dm, i, z, y, xx);
             d = delta_from<Rank>(load_neighbours<Rank>(q, dm, i, z, y, xx), z, y, xx);
-            f = !(d > -radius && d < radius);
+            f = cs.escaped(d);
         }
         uint32_t pos, total;
         Scan(tmp).ExclusiveSum(f, pos, total);
@@ -953,16 +953,16 @@ inline void launch_codes16(int rank, uint64_t ntiles, cudaStream_t s, const uint
     ZB_LAUNCHED("k_codes16");
 }
 
-// Escapes (|delta| >= radius) of a stream laid out on the device (k_escapes reads the layout words w; pay = the
-// payload), or, with w null, at dst.
+// Escapes (cs.escaped) of a stream laid out on the device (k_escapes reads the layout words w; pay = the payload),
+// or, with w null, at dst.
 inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const Dims &dm,
                            const uint4 *counts, const uint4 *offs, uint8_t *pay, const EncodeWords *w,
-                           int32_t *dst = nullptr, int32_t radius = kFastRadius) {
+                           int32_t *dst = nullptr, CodeStyle cs = CodeStyle{kFastRadius, 0}) {
     const unsigned grid = (unsigned)ntiles;
     switch (rank) {
-        case 1: k_escapes<1><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
-        case 2: k_escapes<2><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
-        default: k_escapes<3><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, radius); break;
+        case 1: k_escapes<1><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
+        case 2: k_escapes<2><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
+        default: k_escapes<3><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
     }
     ZB_LAUNCHED("k_escapes");
 }

@@ -54,6 +54,7 @@ struct CodeStyle {
     ZB_HD uint16_t put(int32_t q) const { return ratio ? (uint16_t)(q + radius) : delta_to_code(q); }
     ZB_HD uint16_t escape() const { return ratio ? (uint16_t)0 : kEscapeCode; }
     ZB_HD int32_t get(uint16_t c) const { return ratio ? (int32_t)c - radius : code_to_delta(c); }
+    ZB_HD bool escaped(int32_t q) const { return !(q > -radius && q < radius); }   // stored as escape()
 };
 
 // Bits of the per-call error word set by the decoder's kernels; see error_text() in decode.cuh.

@@ -24,8 +24,8 @@
 //     ratio encoder's plan; CUB scan -> sync (non-zero blocks, exceptions, escapes)
 //   exceptions (encode.cuh's ExceptionStage) -> sync; v2 layout (core's v2_layout), raw-passthrough decision
 //   segments at their final offsets: parameters, code blocks (sparse copy) or the ratio segments, escapes (deltas
-//   recomputed from the integers: enc::k_escapes for Lorenzo, k_anchor_escapes for the anchors), exceptions; CRC pieces; header on the host (core's write_header) with the
-//   combined payload checksum.
+//   recomputed from the integers: enc::k_escapes for Lorenzo, k_anchor_escapes for the anchors), exceptions; CRC
+//   pieces; header on the host (core's write_header) with the combined payload checksum.
 // Decode: parameters read on the host; codes (fast: per tile expand + un-bitshuffle, decode.cuh's helpers; ratio:
 // ratio_decode). Lorenzo: the fast decoder's inverse on the code array (decode.cuh's LorenzoInverse: x-prefix in
 // tiles, escapes patched, the y and z prefix fused with dequantization), then the exceptions' values over it.
@@ -208,7 +208,7 @@ k_anchor_quant(Lattice g, const T *__restrict__ x, QuantParams qa, uint32_t *__r
     int32_t q;
     const bool regular = quantize<T>(v, qa, q);
     qlat[a] = (uint32_t)q;
-    if (rec) rec[i] = regular ? dequantize<T>(q, qa.twoeb) : v;   // interp: the passes predict from it
+    rec[i] = regular ? dequantize<T>(q, qa.twoeb) : v;   // the passes predict from it
     if (!regular) atomicOr(&mwords[(uint64_t)i >> 5], 1u << (i & 31));
 }
 
@@ -221,7 +221,7 @@ k_anchor_delta(Lattice g, CodeStyle cs, const uint32_t *__restrict__ qlat, uint1
     int64_t az, ay, ax;
     const int64_t i = lattice_point(g, a, az, ay, ax);
     const int32_t d = lattice_delta(g, qlat, az, ay, ax);
-    const bool escaped = !(d > -cs.radius && d < cs.radius);
+    const bool escaped = cs.escaped(d);
     codes[g.pass_order ? a : (uint64_t)i] = escaped ? cs.escape() : cs.put(d);
     esc[a] = escaped ? 1u : 0u;
 }
@@ -694,7 +694,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     }
     if (h.escapes && lorenzo) {
         enc::launch_escapes(shape.rank, ntiles, s, b.qlat, dm, b.counts, b.offs, nullptr, nullptr,
-                            reinterpret_cast<int32_t *>(esc_at), cs.radius);
+                            reinterpret_cast<int32_t *>(esc_at), cs);
     } else if (h.escapes) {
         k_anchor_escapes<<<grid_for(nlat, 256), 256, 0, s>>>(lat, b.esc, b.esc_off, b.qlat,
                                                              reinterpret_cast<int32_t *>(esc_at));

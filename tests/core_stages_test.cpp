@@ -488,5 +488,4 @@ TEST(ParallelCopy, EveryByteForAnyLengthTeamAndStoreKind) {
                 }
 }
 
-
 }  // namespace
