@@ -583,10 +583,27 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
     w += 2;
     const uint32_t *const w_start = w - 2;
     bool invalid = false;
+    // Without run tokens (a code of at most 16 bits per symbol) the next word is loaded ahead, and a warp refills
+    // its lanes together: when any lane is below 16 bits, every lane with room (at most 32 bits buffered) takes its
+    // word loaded ahead and loads the next. A lane refilling alone waited for its load at once, and with 32 lanes
+    // some lane refilled at nearly every symbol: the warp waited for a load per symbol (ncu: 30-47 % of the stall
+    // samples; NOTES 111). With run tokens (up to 28 bits per item) the lanes refill at almost every item either
+    // way, and the word ahead measured no gain there.
+    constexpr bool kAhead = !kRuns;
+    uint32_t ahead = kAhead ? __ldg(w++) : 0u;
     // Runs: refill below 32 bits, so a code (<= 16 bits) and its extra bits (<= 12) are always there.
     auto one = [&]() -> uint32_t {
-        if (nb < (kRuns ? 32 : 16)) {
-            buf |= (unsigned long long)bswap32(__ldg(w++)) << (32 - nb);
+        bool need = nb < (kRuns ? 32 : 16);
+        if constexpr (kAhead) need = __any_sync(__activemask(), need) && nb <= 32;
+        if (need) {
+            uint32_t word;
+            if constexpr (kAhead) {
+                word = ahead;
+                ahead = __ldg(w++);
+            } else {
+                word = __ldg(w++);
+            }
+            buf |= (unsigned long long)bswap32(word) << (32 - nb);
             nb += 32;
         }
         const uint32_t e = lut[buf >> (64 - kRatioLutBits)];
@@ -699,12 +716,28 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
         for (; i < cnt; ++i) o[i] = (uint16_t)one();
     }
     // Bits consumed: the words read, less the bits still buffered and the first word's bits before the start.
-    const unsigned long long used = 32ull * (unsigned long long)(w - w_start) - (unsigned long long)(nb + sh0);
+    const unsigned long long used =
+        32ull * (unsigned long long)(w - w_start - (kAhead ? 1 : 0)) - (unsigned long long)(nb + sh0);
     if (invalid) set_error(a.err, kRErrCode);
     else if (used != nbits) set_error(a.err, kRErrLength);
 }
 
 // ---- host helpers ---------------------------------------------------------------------------------------------
+
+// k_decode's lanes read their sub-blocks' bitstreams a word at a time, each lane its own 128-byte line, which must
+// stay in L1 between refills (a warp waits for its slowest lane, so one lane's miss stalls all 32). A kernel with
+// dynamic shared memory gets the largest carveout by default: 233 of the SM's 256 KB on the H200, leaving about 23
+// KB of L1 for the lines of up to 8 blocks (64 KB; ncu: L1 hit rate 78 % at 1 GB). Asks for the shared memory that
+// the grid's blocks per SM need and no more: ratio:decode 1.25 -> 1.18 ms per GB of TREFHT (NOTES 111).
+template <typename K> void leave_l1_for_lines(const Context &c, K kernel, unsigned grid, size_t smem) {
+    int per_sm = 0;
+    ZB_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, c.device));
+    if (per_sm <= 0) return;
+    const uint64_t blocks = div_up((uint64_t)grid, (uint64_t)std::max(1, c.sm_count));
+    const uint64_t need = blocks * (smem + 1024);  // the driver reserves 1 KB per block
+    const int carveout = (int)std::min<uint64_t>(100, div_up(100 * need, (uint64_t)per_sm));
+    ZB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+}
 
 void check_aligned(const void *p, const char *what) {
     if (reinterpret_cast<uintptr_t>(p) & 15)
@@ -932,7 +965,6 @@ void RatioEncoder::write(uint8_t *const *dst, cudaStream_t s, KernelTimer *timer
 
 void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpan *h_codebook, uint64_t n,
                   uint32_t alphabet, uint16_t *d_symbols, cudaStream_t s, KernelTimer *timer, bool allow_runs) {
-    (void)c;
     if (n == 0 || n >= (1ull << 32)) fail(ZB_ERR_INVALID_ARG, "ratio: the GPU takes 1 .. 2^32-1 symbols");
     check_aligned(d_symbols, "symbols");
     // The codebook, on the host.
@@ -971,7 +1003,8 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
     const uint64_t B = ratio_sub_blocks(n, lg), P = div_up(B, kRatioPartition);
     const uint64_t total = cb.total_bits, bytes = div_up(total, 8), nblocks = div_up(bytes, kBlockBytes);
     const uint64_t ngroups = div_up(nblocks, 32), nstored = d_seg[kRatioSegBlocks].size / kBlockBytes;
-    const uint64_t pad_words = (1ull << lg) / 2 + 8;  // S symbols of 16 bits past a sub-block's start, and a refill
+    // S symbols of 16 bits past a sub-block's start, and the words buffered and loaded ahead (k_decode: at most 4)
+    const uint64_t pad_words = (1ull << lg) / 2 + 8;
     size_t scan_bytes = 0;
     exclusive_sum(nullptr, scan_bytes, nullptr, nullptr, ngroups, s);
     struct {
@@ -1016,14 +1049,12 @@ void ratio_decode(Context &c, Arena &arena, const ByteSpan *d_seg, const ByteSpa
     a.err = b.err;
     timed(timer, "ratio:decode", [&] {
         const unsigned grid = grid_for(P * 32, kDecodeThreads);
-        const size_t small = 4 * ((size_t)kBlobPerm + (cb.used + 1) / 2), large = 4 * (size_t)kBlobPerm;
-        if (cb.runs) {
-            if (cb.used <= kSharedTable) k_decode<true, true><<<grid, kDecodeThreads, small, s>>>(a);
-            else k_decode<false, true><<<grid, kDecodeThreads, large, s>>>(a);
-        } else {
-            if (cb.used <= kSharedTable) k_decode<true, false><<<grid, kDecodeThreads, small, s>>>(a);
-            else k_decode<false, false><<<grid, kDecodeThreads, large, s>>>(a);
-        }
+        const bool shared_perm = cb.used <= kSharedTable;
+        const size_t smem = 4 * ((size_t)kBlobPerm + (shared_perm ? (cb.used + 1) / 2 : 0));
+        auto kernel = cb.runs ? (shared_perm ? k_decode<true, true> : k_decode<false, true>)
+                              : (shared_perm ? k_decode<true, false> : k_decode<false, false>);
+        leave_l1_for_lines(c, kernel, grid, smem);
+        kernel<<<grid, kDecodeThreads, smem, s>>>(a);
         ZB_LAUNCHED("k_decode");
     });
     uint32_t err = 0;
