@@ -365,14 +365,21 @@ __global__ void k_segment_sums(const uint32_t *__restrict__ q, const uint2 *__re
 
 // Exclusive scan of each of `lines` lines' nseg segment sums, in place, one thread per line: for short lines, where a
 // block per line would spend its time being scheduled (a 64 MB 3D array has 250 K lines of 2 segments).
+// Its loads are issued 8 at a time (one at a time, each waited for before the store that might alias the next).
 __global__ void k_line_scan_short(uint32_t *__restrict__ sums, uint64_t lines, uint64_t nseg) {
     const uint64_t line = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (line >= lines) return;
     uint32_t *s = sums + line * nseg, carry = 0;
-    for (uint64_t j = 0; j < nseg; ++j) {
-        const uint32_t v = s[j];
-        s[j] = carry;
-        carry += v;
+    for (uint64_t j0 = 0; j0 < nseg; j0 += 8) {
+        uint32_t v[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = j0 + k < nseg ? s[j0 + k] : 0u;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (j0 + k < nseg) {
+                s[j0 + k] = carry;
+                carry += v[k];
+            }
     }
 }
 
@@ -464,8 +471,8 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
     const uint32_t nx = (uint32_t)a.nx, nxy = (uint32_t)(a.nx * a.ny);
     // Rows of this thread inside the array (0 for a column past nx): the others load 0 and store nothing.
     const int rows = x < a.nx && y0 < a.ny ? (int)min((uint64_t)Rows, a.ny - y0) : 0;
-    // Point (y0 + r, x) of the carry planes: planes[(seg plane point) * parts + part] (line_scan's layout).
-    auto plane_at = [&](int r) { return ((seg * a.ny + y0 + r) * a.nx + x) * a.parts + part; };
+    // Point (y0 + r, x) of this part's carry plane (k_plane_scan's layout: a warp's lanes at consecutive words).
+    auto plane_at = [&](int r) { return ((seg * a.parts + part) * a.ny + y0 + r) * a.nx + x; };
     uint32_t zsum[Rows];
 #pragma unroll
     for (int r = 0; r < Rows; ++r) zsum[r] = Mode == YzMode::kApply && r < rows ? planes[plane_at(r)] : 0u;
@@ -513,6 +520,30 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
 #pragma unroll
         for (int r = 0; r < Rows; ++r)
             if (r < rows) planes[plane_at(r)] = zsum[r];
+    }
+}
+
+// Exclusive scan along the parts of each segment's carry planes, in place: planes[((seg * parts + part) * points) +
+// point], one thread per (segment, point), kPlaneLoads loads in flight at a time, a warp's loads at consecutive words.
+// (The planes were laid out part-fastest and scanned by k_line_scan_short, each thread walking its own parts: 13.4
+// us at 4 MB for 32 parts, a chain of dependent loads of a sector each; NOTES 112.)
+constexpr int kPlaneLoads = 16;
+__global__ void k_plane_scan(uint32_t *__restrict__ planes, uint64_t points, uint64_t segs, uint64_t parts) {
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= segs * points) return;
+    const uint64_t seg = t / points;
+    uint32_t *p = planes + seg * parts * points + (t - seg * points);
+    uint32_t carry = 0;
+    for (uint64_t j0 = 0; j0 < parts; j0 += kPlaneLoads) {
+        uint32_t v[kPlaneLoads];
+#pragma unroll
+        for (int k = 0; k < kPlaneLoads; ++k) v[k] = j0 + k < parts ? p[(j0 + k) * points] : 0u;
+#pragma unroll
+        for (int k = 0; k < kPlaneLoads; ++k)
+            if (j0 + k < parts) {
+                p[(j0 + k) * points] = carry;
+                carry += v[k];
+            }
     }
 }
 
@@ -574,7 +605,9 @@ void launch_yz_prefix(const YzPlan &p, const uint32_t *local, const uint2 *xc, u
         return;
     }
     launch_yz_mode<T, YzMode::kSums>(p, x_carry, local, xc, planes, out, twoeb, s);
-    launch_line_scan(planes, p.plane_words() / p.shape.parts, p.shape.parts, s);
+    const uint64_t points = p.shape.ny * p.shape.nx, segs = p.plane_words() / (p.shape.parts * points);
+    k_plane_scan<<<grid_for(segs * points, 128), 128, 0, s>>>(planes, points, segs, p.shape.parts);
+    ZB_LAUNCHED("k_plane_scan");
     launch_yz_mode<T, YzMode::kApply>(p, x_carry, local, xc, planes, out, twoeb, s);
 }
 

@@ -38,16 +38,18 @@ void need_32bit(uint64_t n) {
 }
 
 constexpr int kOneBlockThreads = 1024;
+constexpr int kSmallBlockThreads = 128;  // up to 1024 items (the tile counts of 4 MB of f32)
 constexpr int kOneBlockPerThread = 8;
 constexpr uint64_t kOneBlockItems = (uint64_t)kOneBlockThreads * kOneBlockPerThread;
 
-// Exclusive scan of n <= kOneBlockItems items by one block (each thread a run of consecutive items). totals (uint4
-// items only, or nullptr): the sums of x, y and z over all n, as scan_totals would give them after the scan.
-template <typename V, typename Op>
-__global__ void __launch_bounds__(kOneBlockThreads)
+// Exclusive scan of n <= Threads * kOneBlockPerThread items by one block (each thread a run of consecutive items).
+// totals (uint4 items only, or nullptr): the sums of x, y and z over all n, as scan_totals would give them after the
+// scan. Warp scans rather than CUB's default raking: fewer dependent steps in a scan that is all latency.
+template <int Threads, typename V, typename Op>
+__global__ void __launch_bounds__(Threads)
 k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op op, V init,
                  unsigned long long *__restrict__ totals) {
-    using Scan = cub::BlockScan<V, kOneBlockThreads>;
+    using Scan = cub::BlockScan<V, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
     __shared__ typename Scan::TempStorage tmp;
     V items[kOneBlockPerThread];
     const uint32_t first = threadIdx.x * kOneBlockPerThread;
@@ -74,8 +76,12 @@ void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_
     if (n <= kOneBlockItems) {
         if (!temp) {
             temp_bytes = 0;
+        } else if (n > (uint64_t)kSmallBlockThreads * kOneBlockPerThread) {
+            k_scan_one_block<kOneBlockThreads><<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
+            ZB_LAUNCHED("k_scan_one_block");
         } else if (n > 0) {
-            k_scan_one_block<<<1, kOneBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
+            k_scan_one_block<kSmallBlockThreads>
+                <<<1, kSmallBlockThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
             ZB_LAUNCHED("k_scan_one_block");
         }
         return;
