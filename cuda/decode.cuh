@@ -1025,6 +1025,24 @@ struct LorenzoInverse {
 
 // ---- host driver -------------------------------------------------------------------------------------------------
 
+// Device-to-device calls on up to this many raw bytes may run as a graph (decode_impl).
+constexpr size_t kGraphMaxBytes = size_t(256) << 20;
+
+// The payload into the decoder's aligned buffer inside a graph (a copy node would keep the caller's allocation it
+// was captured with: queue_as_graph). 8-byte words where the source allows (a header of 216 bytes leaves the payload
+// of a 16-byte aligned stream 8-byte aligned), else bytes.
+__global__ void k_copy_in(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, uint64_t len) {
+    const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (uint64_t)gridDim.x * blockDim.x;
+    uint64_t done = 0;
+    if ((reinterpret_cast<uintptr_t>(src) & 7) == 0) {
+        const uint64_t words = len / 8;
+        for (uint64_t i = first; i < words; i += stride)
+            reinterpret_cast<uint2 *>(dst)[i] = reinterpret_cast<const uint2 *>(src)[i];
+        done = 8 * words;
+    }
+    for (uint64_t i = done + first; i < len; i += stride) dst[i] = src[i];
+}
+
 inline std::string error_text(uint32_t e) {
     std::string s = "corrupt stream (GPU decoder):";
     if (e & kErrCodeBlocks) s += " code block flags do not match the count;";
@@ -1085,55 +1103,98 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     carve_from(c.arena[kArenaMain], carve);
     timer.mark("carved");
     T *out = own_out ? b.out : static_cast<T *>(dst);
-
-    // Payload into aligned device memory.
-    if (src_on_device) {
-        if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, s));
-    } else {
-        upload(c, b.payload, src_payload, len, s);
-    }
-    ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, s));
+    uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
     const uint8_t *pay = b.payload;
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
 
-    if (verify_crc) {
-        timer.begin("crc");
-        piece_crcs(c, pay, len, b.crcs, s);
-        timer.end();
-    }
-    if (raw) {
-        if (len) ZB_CUDA(cudaMemcpyAsync(out, pay, len, cudaMemcpyDeviceToDevice, s));
-    } else {
-        size_t tb;
-        const TileCodes src{reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags)),
-                            reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks)), h.nonzero_code_blocks, b.cnt, b.off};
-        timer.begin("tiles");
-        k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, s>>>(src.flags, ntiles, b.cnt);
-        ZB_LAUNCHED("k_tile_nnz");
-        tb = scan_bytes;
-        exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, s);
-        li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp, scan_bytes, s);
-        timer.end();
-        timer.begin("prefix");
-        li.values<T>(2.0 * h.eb, out, s);
-        timer.end();
+    // Everything from the payload's copy to the error word's, on q (the call's stream, or the stream that captures
+    // a graph of the call: the payload then comes in through a kernel, see queue_as_graph).
+    auto queue = [&](cudaStream_t q, bool capturing) {
+        // Payload into aligned device memory.
+        if (capturing) {
+            const unsigned grid = std::min(grid_for(div_up(len, 8), 256), 8u * (unsigned)c.sm_count);
+            k_copy_in<<<grid, 256, 0, q>>>(src_payload, b.payload, len);
+            ZB_LAUNCHED("k_copy_in");
+        } else if (src_on_device) {
+            if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, q));
+        } else {
+            upload(c, b.payload, src_payload, len, q);
+        }
+        ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
 
-        if (k) {
-            timer.begin("exceptions");
-            const uint8_t *xs[5] = {seg(kSegEdgeFlags), seg(kSegEdgeBlocks), seg(kSegChangeFlags),
-                                    seg(kSegChangeBlocks), seg(kSegExceptionValues)};
-            ex.run<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp, scan_bytes,
-                      s);
+        if (verify_crc) {
+            timer.begin("crc");
+            piece_crcs(c, pay, len, b.crcs, q);
             timer.end();
         }
-    }
+        if (raw) {
+            if (len) ZB_CUDA(cudaMemcpyAsync(out, pay, len, cudaMemcpyDeviceToDevice, q));
+        } else {
+            size_t tb;
+            const TileCodes src{reinterpret_cast<const uint32_t *>(seg(kSegCodeFlags)),
+                                reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks)), h.nonzero_code_blocks, b.cnt,
+                                b.off};
+            timer.begin("tiles");
+            k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, q>>>(src.flags, ntiles, b.cnt);
+            ZB_LAUNCHED("k_tile_nnz");
+            tb = scan_bytes;
+            exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, q);
+            li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp, scan_bytes,
+                     q);
+            timer.end();
+            timer.begin("prefix");
+            li.values<T>(2.0 * h.eb, out, q);
+            timer.end();
 
-    // Payload checksum compared on the device, the error word back to the host; the values only once they are
-    // known to be good.
-    uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
-    timer.mark("launched");
-    if (verify_crc) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, s);
-    ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, s));
+            if (k) {
+                timer.begin("exceptions");
+                const uint8_t *xs[5] = {seg(kSegEdgeFlags), seg(kSegEdgeBlocks), seg(kSegChangeFlags),
+                                        seg(kSegChangeBlocks), seg(kSegExceptionValues)};
+                ex.run<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp,
+                          scan_bytes, q);
+                timer.end();
+            }
+        }
+        // Payload checksum compared on the device, the error word back to the host; the values only once they are
+        // known to be good.
+        timer.mark("launched");
+        if (verify_crc) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
+        ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, q));
+    };
+
+    // A device-to-device call that repeats (same buffers and header) runs as one graph: a chunk-sized call is a
+    // dozen launches of a few us of host time each, more than its kernels take (NOTES 113).
+    bool graphed = false;
+    if (src_on_device && !own_out && !raw && n * sizeof(T) <= kGraphMaxBytes && !timer.records() &&
+        graphs_usable(c)) {
+        GraphKey key;
+        key.add(0x66646563);  // "fdec"
+        key.add(sizeof(T));
+        for (int i = 0; i < 3; ++i) key.add(h.shape.dims[i]);
+        key.add((uint64_t)h.shape.rank);
+        key.add(h.version);
+        key.add(h.flags);
+        uint64_t eb_bits;
+        std::memcpy(&eb_bits, &h.eb, 8);
+        key.add(eb_bits);
+        key.add(h.exceptions);
+        key.add(h.runs);
+        key.add(h.escapes);
+        key.add(h.nonzero_code_blocks);
+        key.add(h.payload_crc);
+        key.add(len);
+        for (int i = 0; i < kFastSegmentCount; ++i) key.add(h.seg[i].offset), key.add(h.seg[i].length);
+        key.add_ptr(src_payload);
+        key.add_ptr(out);
+        key.add_ptr(b.payload);  // the main arena (every buffer's place follows from it and the header)
+        key.add(c.arena[kArenaMain].allocations());
+        key.add((uint64_t)verify_crc);
+        key.add((uint64_t)ex.one_block);     // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
+        key.add(li.yz.shape.parts);          // and ZBOUND_GPU_YZ_PARTS
+        graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) { queue(q, true); });
+        if (graphed) timer.mark("graph queued");
+    }
+    if (!graphed) queue(s, false);
     ZB_CUDA(cudaStreamSynchronize(s));
     timer.mark("checked");
     if (*err_host & kErrPayloadCrc) fail(ZB_ERR_CORRUPT, "payload checksum mismatch");

@@ -105,7 +105,7 @@ constexpr size_t kHostSmallBytes = 64 << 10, kHostCrcOffset = 4096;
 
 // What a call's queued work depends on (pointers, sizes, parameters), as words: equal keys queue the same work.
 struct GraphKey {
-    static constexpr int kWords = 24;
+    static constexpr int kWords = 48;
     uint64_t w[kWords] = {};
     int used = 0;
     void add(uint64_t v);  // throws std::logic_error past kWords

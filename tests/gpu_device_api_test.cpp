@@ -381,6 +381,65 @@ TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF64) {
     for (const char *form : {"1", "0"}) repeated_calls<double>(form);
 }
 
+// Device decompressions repeated on the same buffers are replayed as a CUDA graph from the third on (decode.cuh,
+// decode_impl; the key is the header and the buffers): each must give the CPU's values for the stream the source
+// holds now, report a corrupted payload under a header it has seen (the checksum is computed on the device), and
+// survive the buffers being freed and allocated again. Rank 2 (line passes) and rank 3 (the y/z walk in parts).
+template <typename T> void repeated_decompressions(const std::vector<size_t> &dims) {
+    size_t n = 1;
+    for (size_t d : dims) n *= d;
+    const size_t vbytes = n * sizeof(T);
+    zb_params rel = zb_params_default();
+    rel.predictor = ZB_PRED_LORENZO;
+    rel.encoder = ZB_ENC_FAST;
+    rel.mode = ZB_MODE_REL;
+    rel.bound = 1e-3;
+    auto some_nan = zbt::smooth_field<T>(dims, 0.02, 12, 0.0);
+    for (size_t i = 0; i < n; i += 101) some_nan[i] = std::numeric_limits<T>::quiet_NaN();
+    const zbt::Stream smooth = gput::compress_on(ZB_BACKEND_CPU, zbt::smooth_field<T>(dims, 0.01, 11, 2.0), dims, rel);
+    const zbt::Stream with_nan = gput::compress_on(ZB_BACKEND_CPU, some_nan, dims, rel);
+    ASSERT_EQ(smooth.status, ZB_OK);
+    ASSERT_EQ(with_nan.status, ZB_OK);
+    std::vector<uint8_t> corrupt = smooth.bytes;  // the same header, a payload byte flipped
+    corrupt[corrupt.size() - corrupt.size() / 3] ^= 0x10;
+    const std::vector<const std::vector<uint8_t> *> order{&smooth.bytes, &smooth.bytes,   &smooth.bytes, &with_nan.bytes,
+                                                          &smooth.bytes, &corrupt,        &smooth.bytes, &with_nan.bytes,
+                                                          &with_nan.bytes, &with_nan.bytes, &corrupt,     &smooth.bytes};
+    const size_t cap = std::max(smooth.bytes.size(), with_nan.bytes.size());
+    std::unique_ptr<DevBuf> src_buf(new DevBuf(cap)), dst_buf(new DevBuf(vbytes));
+    for (size_t call = 0; call < order.size() + 4; ++call) {
+        SCOPED_TRACE("rank " + std::to_string(dims.size()) + ", call " + std::to_string(call));
+        if (call == order.size()) {  // freed and allocated again (often at the same addresses)
+            src_buf.reset();
+            dst_buf.reset();
+            src_buf.reset(new DevBuf(cap));
+            dst_buf.reset(new DevBuf(vbytes));
+        }
+        const std::vector<uint8_t> &stream = *order[call < order.size() ? call : call % 2 ? 3 : 0];
+        CUDA_OK(cudaMemcpy(src_buf->p, stream.data(), stream.size(), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemset(dst_buf->p, 0xA5, vbytes));
+        const zb_status st = zb_decompress_device(src_buf->p, stream.size(), dst_buf->p, vbytes, nullptr, nullptr);
+        std::vector<T> want(n), got(n);
+        const zb_status want_st = zb_decompress(stream.data(), stream.size(), want.data(), vbytes, ZB_BACKEND_CPU,
+                                                nullptr);
+        ASSERT_EQ(st, want_st) << zb_last_error();
+        if (&stream == &corrupt) {
+            EXPECT_EQ(st, ZB_ERR_CORRUPT);
+            continue;
+        }
+        CUDA_OK(cudaMemcpy(got.data(), dst_buf->p, vbytes, cudaMemcpyDeviceToHost));
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), vbytes), 0)
+            << "first differing value " << gput::first_value_difference(want, got);
+    }
+}
+
+TEST(GpuDeviceApi, RepeatedDecompressionsOnTheSameBuffers) {
+    ZB_REQUIRE_GPU();
+    repeated_decompressions<float>({257, 511});
+    repeated_decompressions<float>({48, 60, 70});
+    repeated_decompressions<double>({33, 40, 200});
+}
+
 TEST(GpuDeviceApi, RoundTripF32) {
     ZB_REQUIRE_GPU();
     device_api<float>(ZB_ENC_FAST);
