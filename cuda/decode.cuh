@@ -1122,9 +1122,12 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         }
         ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
 
+        // In a graph the checksum runs on a branch of its own beside the decoding, joined before its check.
+        GraphBranches br(c, q, capturing);
         if (verify_crc) {
+            br.fork(1);
             timer.begin("crc");
-            piece_crcs(c, pay, len, b.crcs, q);
+            piece_crcs(c, pay, len, b.crcs, br.stream(0));
             timer.end();
         }
         if (raw) {
@@ -1158,7 +1161,10 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         // Payload checksum compared on the device, the error word back to the host; the values only once they are
         // known to be good.
         timer.mark("launched");
-        if (verify_crc) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
+        if (verify_crc) {
+            br.join(1);
+            check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
+        }
         ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, q));
     };
 

@@ -100,6 +100,8 @@ constexpr int kArenaCount = 5;
 constexpr int kTimerEvents = 16;     // event pairs per call for kernel timing
 constexpr int kStagingSlots = 4;     // pinned staging slots per context (4 MiB each)
 constexpr size_t kHostSmallBytes = 64 << 10, kHostCrcOffset = 4096;
+constexpr size_t kHostReplayHeaderOffset = 2048;  // a replayed decompression's header copy (gpu_ops.cu)
+constexpr size_t kMaxHeaderBytes = kHeaderFixedBytes + 16 * kMaxSegments + 8;
 
 // ---- CUDA graphs of repeated calls ---------------------------------------------------------------------------------
 
@@ -167,6 +169,17 @@ struct Context {
     // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
     // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
     uint8_t *host_small = nullptr;
+    // The last fast-layout device-to-device decompression on this context: a call on the same buffers decodes with
+    // its header before its own has reached the host, and keeps the result where the header is the same (gpu_ops.cu,
+    // decompress_on_device).
+    struct LastDecode {
+        bool valid = false;
+        const uint8_t *src = nullptr;
+        void *dst = nullptr;
+        size_t src_len = 0, dst_capacity = 0;
+        Header h;
+        uint8_t header[kMaxHeaderBytes];
+    } last_decode;
 };
 
 // The contexts form a pool of up to pool_size() (ZBOUND_GPU_STREAMS, 1..16, default 8), created on demand: each

@@ -382,9 +382,12 @@ TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF64) {
 }
 
 // Device decompressions repeated on the same buffers are replayed as a CUDA graph from the third on (decode.cuh,
-// decode_impl; the key is the header and the buffers): each must give the CPU's values for the stream the source
-// holds now, report a corrupted payload under a header it has seen (the checksum is computed on the device), and
-// survive the buffers being freed and allocated again. Rank 2 (line passes) and rank 3 (the y/z walk in parts).
+// decode_impl; the key is the header and the buffers), and with the same lengths they are decoded with the last
+// call's header before their own reaches the host (gpu_ops.cu, replayed_decompression). Every call passes the whole
+// source buffer (trailing bytes are allowed), so that each change of stream is such a replay with the wrong header:
+// each must give the CPU's values for the stream the source holds now, report a corrupted payload under a header
+// it has seen (the checksum is computed on the device), and survive the buffers being freed and allocated again.
+// Rank 2 (line passes) and rank 3 (the y/z walk in parts).
 template <typename T> void repeated_decompressions(const std::vector<size_t> &dims) {
     size_t n = 1;
     for (size_t d : dims) n *= d;
@@ -418,7 +421,7 @@ template <typename T> void repeated_decompressions(const std::vector<size_t> &di
         const std::vector<uint8_t> &stream = *order[call < order.size() ? call : call % 2 ? 3 : 0];
         CUDA_OK(cudaMemcpy(src_buf->p, stream.data(), stream.size(), cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemset(dst_buf->p, 0xA5, vbytes));
-        const zb_status st = zb_decompress_device(src_buf->p, stream.size(), dst_buf->p, vbytes, nullptr, nullptr);
+        const zb_status st = zb_decompress_device(src_buf->p, cap, dst_buf->p, vbytes, nullptr, nullptr);
         std::vector<T> want(n), got(n);
         const zb_status want_st = zb_decompress(stream.data(), stream.size(), want.data(), vbytes, ZB_BACKEND_CPU,
                                                 nullptr);

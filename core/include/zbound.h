@@ -147,7 +147,11 @@ ZB_API zb_status zb_compress_device(const zb_params *params, zb_dtype dtype, con
                                     const size_t *dims, void *d_dst, size_t dst_capacity, size_t *dst_len,
                                     void *cuda_stream, zb_run_stats *stats);
 
-/** Decompress a stream held in device memory into a device buffer, on `cuda_stream`. */
+/** Decompress a stream held in device memory into a device buffer, on `cuda_stream`. A call that repeats one before
+ *  it on the same buffers (Lorenzo + fast streams, up to 256 MiB of values) runs as a CUDA graph, and where the
+ *  lengths repeat as well it is decoded with the previous stream's header while its own is read, the result kept
+ *  only where the two headers are identical (else decoded again): much faster for chunk-sized streams
+ *  (ZBOUND_GPU_GRAPHS=0 turns both off; stats keep a call out of them). On failure d_dst may be partly written. */
 ZB_API zb_status zb_decompress_device(const void *d_src, size_t src_len, void *d_dst, size_t dst_capacity,
                                       void *cuda_stream, zb_run_stats *stats);
 
