@@ -363,24 +363,29 @@ __global__ void k_segment_sums(const uint32_t *__restrict__ q, const uint2 *__re
     sums[(o * a.inner + i) * a.nseg + sg] = acc;
 }
 
-// Exclusive scan of each of `lines` lines' nseg segment sums, in place, one thread per line: for short lines, where a
-// block per line would spend its time being scheduled (a 64 MB 3D array has 250 K lines of 2 segments).
-// Its loads are issued 8 at a time (one at a time, each waited for before the store that might alias the next).
-__global__ void k_line_scan_short(uint32_t *__restrict__ sums, uint64_t lines, uint64_t nseg) {
-    const uint64_t line = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (line >= lines) return;
-    uint32_t *s = sums + line * nseg, carry = 0;
-    for (uint64_t j0 = 0; j0 < nseg; j0 += 8) {
-        uint32_t v[8];
+// One thread's exclusive scan of the count words p[0], p[stride], ..., in place, with Loads loads in flight at a time
+// (in a loop of one load and one store per word, every load waits for the store before it, which might alias it).
+template <int Loads>
+__device__ __forceinline__ void scan_in_place(uint32_t *__restrict__ p, uint64_t count, uint64_t stride) {
+    uint32_t carry = 0;
+    for (uint64_t j0 = 0; j0 < count; j0 += Loads) {
+        uint32_t v[Loads];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) v[k] = j0 + k < nseg ? s[j0 + k] : 0u;
+        for (int k = 0; k < Loads; ++k) v[k] = j0 + k < count ? p[(j0 + k) * stride] : 0u;
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
-            if (j0 + k < nseg) {
-                s[j0 + k] = carry;
+        for (int k = 0; k < Loads; ++k)
+            if (j0 + k < count) {
+                p[(j0 + k) * stride] = carry;
                 carry += v[k];
             }
     }
+}
+
+// Exclusive scan of each of `lines` lines' nseg segment sums, in place, one thread per line: for short lines, where a
+// block per line would spend its time being scheduled (a 64 MB 3D array has 250 K lines of 2 segments).
+__global__ void k_line_scan_short(uint32_t *__restrict__ sums, uint64_t lines, uint64_t nseg) {
+    const uint64_t line = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (line < lines) scan_in_place<8>(sums + line * nseg, nseg, 1);
 }
 
 // The same, one block per line: for long lines (few of them).
@@ -524,27 +529,14 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
 }
 
 // Exclusive scan along the parts of each segment's carry planes, in place: planes[((seg * parts + part) * points) +
-// point], one thread per (segment, point), kPlaneLoads loads in flight at a time, a warp's loads at consecutive words.
-// (The planes were laid out part-fastest and scanned by k_line_scan_short, each thread walking its own parts: 13.4
-// us at 4 MB for 32 parts, a chain of dependent loads of a sector each; NOTES 112.)
-constexpr int kPlaneLoads = 16;
+// point], one thread per (segment, point), a warp's loads at consecutive words. (The planes were laid out
+// part-fastest and scanned by k_line_scan_short, each thread walking its own parts one load at a time: 13.4 us at 4
+// MB for 32 parts against 4.6; NOTES 112.)
 __global__ void k_plane_scan(uint32_t *__restrict__ planes, uint64_t points, uint64_t segs, uint64_t parts) {
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= segs * points) return;
     const uint64_t seg = t / points;
-    uint32_t *p = planes + seg * parts * points + (t - seg * points);
-    uint32_t carry = 0;
-    for (uint64_t j0 = 0; j0 < parts; j0 += kPlaneLoads) {
-        uint32_t v[kPlaneLoads];
-#pragma unroll
-        for (int k = 0; k < kPlaneLoads; ++k) v[k] = j0 + k < parts ? p[(j0 + k) * points] : 0u;
-#pragma unroll
-        for (int k = 0; k < kPlaneLoads; ++k)
-            if (j0 + k < parts) {
-                p[(j0 + k) * points] = carry;
-                carry += v[k];
-            }
-    }
+    scan_in_place<16>(planes + seg * parts * points + (t - seg * points), parts, points);
 }
 
 // How k_yz_prefix covers a rank-3 array: it applies with at most kYzMaxRows rows (4 rows per thread up to 64 rows,
