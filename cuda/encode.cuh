@@ -3,9 +3,8 @@
 // encode_f64.cu instantiate it.
 //
 // Flow of one call (device memory throughout; "sync" = the host waits for the stream):
-//   REL only: min/max keys of the finite non-fill values (k_range), left on the device
-//   REL only: k_rel_params, one thread: the absolute bound from the keys (as derive_abs_bound on the host) and the
-//             quantizer's constants, in device memory
+//   REL only: min/max keys of the finite non-fill values (k_range), left on the device; its last block derives the
+//             absolute bound from them (as derive_abs_bound on the host) and the quantizer's constants
 //   k_quantize: q = quantized integer of every value (exactly once; zb::quantize) and the exception mask words
 //   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, 8 consecutive codes per thread) + 16-bit
 //             codes + bitshuffle (two 8x8 bit transposes per thread) + zero-block flags (written straight into
@@ -52,6 +51,8 @@ namespace enc {
 // type-independent kernels must not clash at link time.
 namespace {
 
+constexpr int kRangeWords = 3;  // k_range's words in device memory (see k_range)
+
 // Device words of one fast encode (carved once per call); the host reads back their result part at the end. The
 // stream's layout is computed on the device (k_fast_layout) from the counts, so that the segments, the checksum and
 // the header follow the counting kernels without a round trip to the host.
@@ -62,7 +63,7 @@ struct LayoutResult {
     uint64_t payload_len, stream_len, status;
 };
 struct EncodeWords {
-    unsigned long long keys[2];       // k_range: min, max keys (REL)
+    unsigned long long keys[kRangeWords];  // k_range: min key, complemented max key, blocks' ticket (REL)
     unsigned long long totals[3];     // stored code blocks, escapes, exceptions
     unsigned long long ex_totals[3];  // the exception stage's stored edge blocks, stored change blocks, runs
     QuantParams qp;                   // REL: k_rel_params
@@ -101,12 +102,6 @@ __device__ __forceinline__ QuantParams rel_quant_params(const unsigned long long
     return make_quant_params(eb, has_fill, fill_bits);
 }
 
-// One thread: the REL bound's quantizer constants for k_quantize, from k_range's keys.
-__global__ void k_rel_params(const unsigned long long *__restrict__ keys, double bound, int has_fill,
-                             uint64_t fill_bits, QuantParams *__restrict__ out) {
-    *out = rel_quant_params(keys, bound, has_fill, fill_bits);
-}
-
 struct MinOp {
     __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
 };
@@ -132,6 +127,10 @@ __device__ __forceinline__ void load4(const T *__restrict__ x, uint64_t i, uint6
     for (int k = 0; k < 4; ++k) v[k] = i + k < n ? x[i + k] : (T)0;
 }
 
+// k_range's words (kRangeWords, all set to ~0 before it runs: one memset): the min key, the max key complemented (so
+// that both reduce with atomicMin from ~0) and the blocks' ticket (block j to arrive reads j - 1: the last reads
+// gridDim.x - 2). Its last block derives the REL bound's quantizer constants where asked (one launch and one memset
+// instead of two memsets, the range and a one-thread kernel: graph nodes that each cost a chunk-sized call a few us).
 // Min and max keys of the finite non-fill values: a grid-stride loop over the array, four consecutive values per
 // thread and load (16-byte loads where x is aligned: one value per step kept one load in flight per thread), and
 // kRangeLoads such loads issued before any is used (one per step left the kernel at 2.2 of the H200's 4 TB/s). The
@@ -141,7 +140,8 @@ __device__ __forceinline__ void load4(const T *__restrict__ x, uint64_t i, uint6
 constexpr int kRangeLoads = 4;
 template <typename T, bool Aligned>
 __global__ void __launch_bounds__(256)
-k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys) {
+k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys, double bound,
+        QuantParams *__restrict__ qp) {
     using U = typename FloatBits<T>::U;
     using Reduce = cub::BlockReduce<unsigned long long, 256>;
     __shared__ typename Reduce::TempStorage tmp;
@@ -171,7 +171,15 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
     hi = Reduce(tmp).Reduce(hi, MaxOp());
     if (threadIdx.x == 0) {
         atomicMin(&keys[0], lo);
-        atomicMax(&keys[1], hi);
+        atomicMin(&keys[1], ~hi);
+        if (qp) {
+            __threadfence();
+            if (atomicAdd(&keys[2], 1ull) + 2 == (unsigned long long)gridDim.x) {  // the last block
+                __threadfence();
+                const unsigned long long k[2] = {atomicOr(&keys[0], 0ull), ~atomicOr(&keys[1], 0ull)};
+                *qp = rel_quant_params(k, bound, has_fill, fill_bits);
+            }
+        }
     }
 }
 
@@ -1125,16 +1133,16 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     return hb + (size_t)len;
 }
 
-// Queues the min and max keys of the finite non-fill values of x into scratch[0..1] (2 device words).
+// Queues the min and max keys of the finite non-fill values of x into scratch (kRangeWords device words; the max
+// complemented) and, with qp, the REL bound's quantizer constants from them (p.bound) into *qp.
 template <typename T>
 void launch_range(const Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch,
-                  cudaStream_t s, KernelTimer &timer) {
-    ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8, s));
-    ZB_CUDA(cudaMemsetAsync(scratch + 1, 0, 8, s));
+                  cudaStream_t s, KernelTimer &timer, QuantParams *qp = nullptr) {
+    ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8 * kRangeWords, s));
     const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * kRangeLoads), (uint64_t)c.sm_count * 8);
+    auto kernel = reinterpret_cast<uintptr_t>(x) % 16 == 0 ? k_range<T, true> : k_range<T, false>;
     timer.begin("range");
-    if (reinterpret_cast<uintptr_t>(x) % 16 == 0) k_range<T, true><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
-    else k_range<T, false><<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch);
+    kernel<<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, scratch, p.bound, qp);
     ZB_LAUNCHED("k_range");
     timer.end();
 }
@@ -1143,11 +1151,11 @@ void launch_range(const Context &c, const T *x, uint64_t n, const zb_params &p, 
 inline bool range_of_keys(const unsigned long long *keys, double &vmin, double &vmax) {
     if (keys[0] == ~0ull) return false;
     vmin = key_to_double(keys[0]);
-    vmax = key_to_double(keys[1]);
+    vmax = key_to_double(~keys[1]);
     return true;
 }
 
-// Min and max over the finite non-fill values of x (REL): false when there is none. scratch: 2 device words.
+// Min and max over the finite non-fill values of x (REL): false when there is none. scratch: kRangeWords device words.
 template <typename T>
 bool device_range(Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch, cudaStream_t s,
                   KernelTimer &timer, double &vmin, double &vmax) {
@@ -1430,12 +1438,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
     auto queue_codes = [&](cudaStream_t q) {
-        if (rel) launch_range(c, x, n, p, w->keys, q, timer);
+        if (rel) launch_range(c, x, n, p, w->keys, q, timer, &w->qp);
         timer.begin(wp.ring ? "quantize+encode" : "quantize");
-        if (rel) {
-            k_rel_params<<<1, 1, 0, q>>>(w->keys, p.bound, p.has_fill, p.fill_bits, &w->qp);
-            ZB_LAUNCHED("k_rel_params");
-        }
         if (wp.ring) {
             launch_quantize_encode<T>(wp, shape.rank, q, x, qp, rel ? &w->qp : nullptr, dm, ntiles, b.mwords,
                                       b.escbits, reinterpret_cast<int32_t *>(b.q), b.dense, code_flags, b.counts);

@@ -518,7 +518,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint32_t *mwords;
         uint4 *dense, *counts, *offs;
         uint32_t *qlat, *esc, *esc_off;
-        unsigned long long *scratch;  // [0..1] range keys, [2..4] totals, [5..7] exception totals
+        unsigned long long *scratch;  // [0..2] range words, [3..5] totals, [6..8] exception totals
         uint8_t *payload;
         uint32_t *crcs;
         void *temp;
@@ -534,7 +534,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.qlat = cv.take<uint32_t>(lorenzo ? n : nlat);   // Lorenzo: the quantized integers of every value
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
-        b.scratch = cv.take<unsigned long long>(8);
+        b.scratch = cv.take<unsigned long long>(9);
         b.payload = cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
@@ -621,11 +621,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         // Escapes: Lorenzo's per tile (counts .y), the anchors' per lattice point.
         const ScanTotal esc = lorenzo ? ScanTotal{off + 1, cnt + 1, ntiles, 4} : ScanTotal{b.esc_off, b.esc, nlat, 1};
         const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}, esc};
-        scan_totals(t, 3, b.scratch + 2, s);
+        scan_totals(t, 3, b.scratch + 3, s);
     }
     timer.end();
     {
-        const unsigned long long *tot = enc::fetch_totals(c, b.scratch + 2, 3, s);
+        const unsigned long long *tot = enc::fetch_totals(c, b.scratch + 3, 3, s);
         h.nonzero_code_blocks = tot[0];   // 0 for the ratio encoder (its counts have no blocks)
         h.exceptions = tot[1];
         h.escapes = tot[2];
@@ -640,7 +640,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 4. exceptions
     const uint64_t k = h.exceptions;
     enc::ExceptionStage<T> ex;
-    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 5, s, timer);
+    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 6, s, timer);
     h.runs = ex.runs;
 
     // ---- 5. layout (core's v2_layout), raw-passthrough decision
@@ -915,7 +915,7 @@ zb_params choose_on_device(Context &c, const zb_params &p, const Shape &shape, c
     zb_params cp = p;
     if (p.mode == ZB_MODE_REL) {
         unsigned long long *scratch = nullptr;
-        auto carve = [&](Carver &cv) { scratch = cv.take<unsigned long long>(2); };
+        auto carve = [&](Carver &cv) { scratch = cv.take<unsigned long long>(enc::kRangeWords); };
         carve_from(c.arena[kArenaPoints], carve);
         KernelTimer timer(c, s);
         double vmin = 0, vmax = 0;
