@@ -66,7 +66,7 @@ struct EncodeWords {
     unsigned long long keys[kRangeWords];  // k_range: min key, complemented max key, blocks' ticket (REL)
     unsigned long long totals[3];     // stored code blocks, escapes, exceptions
     unsigned long long ex_totals[3];  // the exception stage's stored edge blocks, stored change blocks, runs
-    QuantParams qp;                   // REL: k_rel_params
+    QuantParams qp;                   // REL: k_range's last block
     uint64_t off[kFastSegmentCount], len[kFastSegmentCount];  // k_fast_layout
     uint64_t payload_len;
     uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
@@ -210,7 +210,8 @@ __device__ __forceinline__ uint32_t warp_words_of_nibbles(uint32_t nibble, int l
 // 16-byte loads and stores (one value per thread left the kernel at half the machine's copy bandwidth); a warp's 128
 // values make four mask words, assembled from four ballots. The grid covers whole tiles so that every mask word,
 // padding included, is written.
-// FromDevice (REL): the constants are read from d_qp (k_rel_params wrote them), after the values' loads are issued.
+// FromDevice (REL): the constants are read from d_qp (k_range's last block wrote them), after the values' loads are
+// issued.
 // A block-wide derivation instead (thread 0, a barrier) held every block's loads back: quantize 0.63 -> 0.71 ms per
 // GB. Eight blocks per SM: the constants in registers instead of the parameter bank took 34-38 registers, six
 // blocks fit, and the kernel, which needs all the loads in flight it can get, ran 20 % slower.
@@ -673,7 +674,7 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
 // neighbours read from the ring and the tile stored as k_encode's store_tile does (store_tile_parts; each tile's
 // counts are summed after the next tile's barrier). Escaped codes: bits in escbits (laid out as the mask words) and
 // deltas at escd[index], for k_escapes_kept.
-// x's alignment and the constants' place (d_qp: REL, from k_rel_params) are arguments, not template parameters:
+// x's alignment and the constants' place (d_qp: REL, from k_range) are arguments, not template parameters:
 // the same for every thread, they cost a branch where k_quantize's four forms cost compile time.
 template <typename T, int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads)
@@ -1416,7 +1417,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     }
     EncodeWords *w = b.w;
     const bool rel = p.mode == ZB_MODE_REL;
-    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_rel_params)
+    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_range)
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
     uint8_t *pay = b.payload;
 
@@ -1434,7 +1435,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     FastHeaderBytes tmpl;
     write_header(h, tmpl.b);
 
-    // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device (k_rel_params), where
+    // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device (k_range), where
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
     auto queue_codes = [&](cudaStream_t q) {
