@@ -1017,9 +1017,6 @@ struct LorenzoInverse {
 
 // ---- host driver -------------------------------------------------------------------------------------------------
 
-// Device-to-device calls on up to this many raw bytes may run as a graph (decode_impl).
-constexpr size_t kGraphMaxBytes = size_t(256) << 20;
-
 // The payload into the decoder's aligned buffer inside a graph (a copy node would keep the caller's allocation it
 // was captured with: queue_as_graph). 8-byte words where the source allows (a header of 216 bytes leaves the payload
 // of a 16-byte aligned stream 8-byte aligned), else bytes.

@@ -21,7 +21,7 @@
 //   CRC-32C of each 64 KiB piece; the header sealed (payload checksum, header CRC) -> sync (the layout words)
 //   then: a raw-passthrough stream instead, or, with more exceptions than the cap, the exception stage and what
 //   follows once more with their count; host output: download.
-// A device call of up to kSyncFreeMaxBytes that repeats (the same buffers, shape and parameters: a graph key) runs
+// A device call of up to kGraphMaxBytes that repeats (the same buffers, shape and parameters: a graph key) runs
 // as one CUDA graph (the edge mask and the segment writers on parallel branches), its exception stage queued for up
 // to a cap of exceptions, and waits only at that sync. Other calls first wait for the totals: the exception stage is
 // then sized exactly and skipped where there are none.
@@ -1346,10 +1346,9 @@ template <typename T> struct ExceptionStage {
     }
 };
 
-// Calls on device data of up to this many raw bytes may run as a graph (see the flow above): the exception stage is
-// queued for up to exception_cap(n) exceptions (with more it runs again once their count is known), and the host
-// waits once, at the end. Larger calls gain little from it: a wait for the totals costs under 1 % there.
-constexpr size_t kSyncFreeMaxBytes = size_t(256) << 20;
+// Calls on device data of up to kGraphMaxBytes raw bytes may run as a graph (see the flow above): the exception stage
+// is queued for up to exception_cap(n) exceptions (with more it runs again once their count is known), and the host
+// waits once, at the end.
 // The exceptions a device call's first round has room for: n / 64, at least 65536, or, where the context's last call
 // had a larger fraction of exceptions, a quarter more than that fraction (as a power of 2, so that graphs repeat).
 inline uint64_t exception_cap(uint64_t n, double last_fraction) {
@@ -1514,7 +1513,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // then sized exactly and skipped where there are none, which costs a dozen fewer launches).
     bool graphed = false;
     LayoutResult got;
-    if (d_x_in && raw_bytes <= kSyncFreeMaxBytes && !timer.records() && graphs_usable(c)) {
+    if (d_x_in && raw_bytes <= kGraphMaxBytes && !timer.records() && graphs_usable(c)) {
         const uint64_t kcap = exception_cap(n, c.exception_fraction);
         ExceptionStage<T> ex;
         ex.carve(c, n, kcap, s, false);

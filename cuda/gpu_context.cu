@@ -114,6 +114,7 @@ std::unique_ptr<Context> make_context(int dev) {
     c->device = dev;
     ZB_CUDA(cudaSetDevice(dev));
     ZB_CUDA(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev));
+    ZB_CUDA(cudaDeviceGetAttribute(&c->smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     ZB_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     for (int i = 0; i < kStagingSlots; ++i) {
         ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->pinned[i]), kPinnedBytes, cudaHostAllocDefault));

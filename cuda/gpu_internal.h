@@ -145,6 +145,7 @@ bool graphs_enabled();
 struct Context {
     int device = -1;
     int sm_count = 0;
+    int smem_per_sm = 0;  // shared memory per SM, bytes (cudaDevAttrMaxSharedMemoryPerMultiprocessor)
     cudaStream_t stream = nullptr;   // the context's own stream (host API, batches)
     Arena arena[kArenaCount];
     // A ring of pinned staging slots (upload / download in gpu_context.cu): host threads copy a piece into one slot
@@ -222,6 +223,9 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
 // kernels: a memset or copy node keeps the allocation it was captured with, so its replay faults once the caller
 // has freed that buffer, even where a new one has the same address.
 inline bool graphs_usable(const Context &c) { return graphs_enabled() && !c.graphs.off && !c.batch_item; }
+// Device calls of up to this many raw bytes may run as a graph (compression and decompression): larger ones gain
+// little from it (a wait for the encoder's totals costs under 1 % there).
+constexpr size_t kGraphMaxBytes = size_t(256) << 20;
 template <typename F> bool queue_as_graph(Context &c, const GraphKey &key, cudaStream_t s, F &&queue) {
     if (!graphs_usable(c)) return false;
     if (cudaGraphExec_t g = c.graphs.find(key)) {

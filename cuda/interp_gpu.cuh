@@ -62,6 +62,8 @@ inline uint64_t param_bytes(uint8_t predictor) {
 // escapes and the 5 exception segments.
 enum { kSegParams = 0, kSegFlags, kSegBlocks };
 constexpr int kMaxSegCount = 1 + kRatioSegmentCount + 1 + 5;
+// The encoder's scratch words: the range's (enc::kRangeWords), then three totals, then three exception totals.
+constexpr int kTotalsAt = enc::kRangeWords, kExcTotalsAt = kTotalsAt + 3;
 
 inline CodeStyle code_style(uint8_t encoder) {
     return encoder == kEncRatio ? CodeStyle{kRatioRadius, 1} : CodeStyle{kFastRadius, 0};
@@ -518,7 +520,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint32_t *mwords;
         uint4 *dense, *counts, *offs;
         uint32_t *qlat, *esc, *esc_off;
-        unsigned long long *scratch;  // [0..2] range words, [3..5] totals, [6..8] exception totals
+        unsigned long long *scratch;  // the range's words, then kTotalsAt: totals, kExcTotalsAt: exception totals
         uint8_t *payload;
         uint32_t *crcs;
         void *temp;
@@ -534,7 +536,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.qlat = cv.take<uint32_t>(lorenzo ? n : nlat);   // Lorenzo: the quantized integers of every value
         b.esc = cv.take<uint32_t>(nlat);
         b.esc_off = cv.take<uint32_t>(nlat);
-        b.scratch = cv.take<unsigned long long>(9);
+        b.scratch = cv.take<unsigned long long>(kExcTotalsAt + 3);
         b.payload = cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
@@ -621,11 +623,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         // Escapes: Lorenzo's per tile (counts .y), the anchors' per lattice point.
         const ScanTotal esc = lorenzo ? ScanTotal{off + 1, cnt + 1, ntiles, 4} : ScanTotal{b.esc_off, b.esc, nlat, 1};
         const ScanTotal t[3] = {{off, cnt, ntiles, 4}, {off + 2, cnt + 2, ntiles, 4}, esc};
-        scan_totals(t, 3, b.scratch + 3, s);
+        scan_totals(t, 3, b.scratch + kTotalsAt, s);
     }
     timer.end();
     {
-        const unsigned long long *tot = enc::fetch_totals(c, b.scratch + 3, 3, s);
+        const unsigned long long *tot = enc::fetch_totals(c, b.scratch + kTotalsAt, 3, s);
         h.nonzero_code_blocks = tot[0];   // 0 for the ratio encoder (its counts have no blocks)
         h.exceptions = tot[1];
         h.escapes = tot[2];
@@ -640,7 +642,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 4. exceptions
     const uint64_t k = h.exceptions;
     enc::ExceptionStage<T> ex;
-    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + 6, s, timer);
+    ex.plan(c, x, b.mwords, b.counts, b.offs, n, k, b.scratch + kExcTotalsAt, s, timer);
     h.runs = ex.runs;
 
     // ---- 5. layout (core's v2_layout), raw-passthrough decision

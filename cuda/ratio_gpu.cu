@@ -730,12 +730,10 @@ __global__ void __launch_bounds__(kDecodeThreads) k_decode(DecodeArgs a) {
 // KB of L1 for the lines of up to 8 blocks (64 KB; ncu: L1 hit rate 78 % at 1 GB). Asks for the shared memory that
 // the grid's blocks per SM need and no more: ratio:decode 1.25 -> 1.18 ms per GB of TREFHT (NOTES 111).
 template <typename K> void leave_l1_for_lines(const Context &c, K kernel, unsigned grid, size_t smem) {
-    int per_sm = 0;
-    ZB_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, c.device));
-    if (per_sm <= 0) return;
+    if (c.smem_per_sm <= 0) return;
     const uint64_t blocks = div_up((uint64_t)grid, (uint64_t)std::max(1, c.sm_count));
     const uint64_t need = blocks * (smem + 1024);  // the driver reserves 1 KB per block
-    const int carveout = (int)std::min<uint64_t>(100, div_up(100 * need, (uint64_t)per_sm));
+    const int carveout = (int)std::min<uint64_t>(100, div_up(100 * need, (uint64_t)c.smem_per_sm));
     ZB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
 }
 
