@@ -164,8 +164,9 @@ __device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bs
 // The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the kernels that run once per call in
 // one block (k_seal_header, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
 // 4-byte aligned). On block_tree_crc's unrolled slices those kernels had 6100 and 4600 instructions and the seal took
-// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Contains barriers: call it from every thread of
-// the block.
+// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Loads from the L2 (__ldcg): k_piece_crc_seal's
+// last block reads piece CRCs that other blocks of the same launch wrote. Contains barriers: call it from every thread
+// of the block.
 __device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, const uint32_t *tab,
                                                  uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
     const bool words = reinterpret_cast<uintptr_t>(data) % 4 == 0;
@@ -174,32 +175,23 @@ __device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ dat
     uint32_t c = 0, pos = s;
     if (words) {
 #pragma unroll 1
-        for (; pos + 4 <= e; pos += 4) c = crc_step4(c ^ __ldg(reinterpret_cast<const uint32_t *>(data + pos)), tab);
+        for (; pos + 4 <= e; pos += 4) c = crc_step4(c ^ __ldcg(reinterpret_cast<const uint32_t *>(data + pos)), tab);
     }
 #pragma unroll 1
-    for (; pos < e; ++pos) c = tab[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+    for (; pos < e; ++pos) c = tab[(c ^ __ldcg(data + pos)) & 0xFF] ^ (c >> 8);
     n = e - s;
     return block_combine(c, n, tab + 1024, warp_raw, warp_len);
 }
 
-// Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
-// work per byte low), blocks of 256 S bytes, each inside one piece. A block's raw CRC (block_tree_crc), shifted to
-// the end of its piece, is xored into out[piece], which the caller zeroed; the piece's first block also adds
-// shift(0xFFFFFFFF, piece length) and the final xor. XOR is commutative: the same words in any order.
-// d_len, d_status (device words, or nullptr): the length read on the device, and nothing done unless *d_status is 0
-// (piece_crcs_at: a payload laid out on the device). A block takes the block-sized ranges blockIdx.x, + gridDim.x, ...
-// (one where the grid covers the payload).
+// The piece CRCs of the block-sized ranges blockIdx.x, + gridDim.x, ... of data[0, len) (one where the grid covers
+// the payload), S bytes per thread: a block's raw CRC (block_tree_crc), shifted to the end of its piece, is xored into
+// out[piece], which the caller zeroed; the piece's first block also adds shift(0xFFFFFFFF, piece length) and the final
+// xor. XOR is commutative: the same words in any order. Contains barriers: call it from every thread of the block,
+// after load_tables.
 template <int S>
-__global__ void __launch_bounds__(kCrcThreads)
-k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
-            uint32_t *__restrict__ out, const uint64_t *__restrict__ d_len, const uint64_t *__restrict__ d_status) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    if (d_status && *d_status) return;
-    if (d_len) len = *d_len;
+__device__ __forceinline__ void block_piece_crcs(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *tab,
+                                                 uint32_t *warp_raw, uint32_t *warp_len, uint32_t *__restrict__ out) {
     constexpr uint64_t kPerBlock = (uint64_t)kCrcThreads * S;
-    if ((uint64_t)blockIdx.x * kPerBlock >= len) return;  // the whole block
-    load_tables(tab, tables_g);
     const uint32_t *mats = tab + 1024;
     for (uint64_t bstart = (uint64_t)blockIdx.x * kPerBlock; bstart < len; bstart += (uint64_t)gridDim.x * kPerBlock) {
         uint32_t n;
@@ -212,6 +204,23 @@ k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__re
             atomicXor(out + piece, contrib);
         }
     }
+}
+
+// Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
+// work per byte low), blocks of 256 S bytes, each inside one piece (block_piece_crcs).
+// d_len, d_status (device words, or nullptr): the length read on the device, and nothing done unless *d_status is 0
+// (piece_crcs_at: a payload laid out on the device).
+template <int S>
+__global__ void __launch_bounds__(kCrcThreads)
+k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
+            uint32_t *__restrict__ out, const uint64_t *__restrict__ d_len, const uint64_t *__restrict__ d_status) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    if (d_status && *d_status) return;
+    if (d_len) len = *d_len;
+    if ((uint64_t)blockIdx.x * kCrcThreads * S >= len) return;  // the whole block
+    load_tables(tab, tables_g);
+    block_piece_crcs<S>(data, len, tab, warp_raw, warp_len, out);
 }
 
 // The payload checksum, CRC-32C of the `count` little-endian piece CRCs (0 when there are none), in thread 0 of the
@@ -254,21 +263,14 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     }
 }
 
-// One block: the payload checksum of the piece CRCs of a payload of *d_len bytes into the header at hdr (hb bytes,
-// written with zeros in its two checksum fields), then the header's own CRC over everything before it; nothing
-// unless *d_status is 0. The header's bytes are any alignment (a caller's buffer). The header CRC covers the payload
-// checksum field, which this kernel writes: it is the raw CRC of the bytes before the field (written by earlier
-// kernels) shifted over the field and combined with the field's own, so that no thread reads what another wrote
-// (the loads are non-coherent ones).
-__global__ void __launch_bounds__(kCrcThreads)
-k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_len,
-              const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint8_t *__restrict__ hdr,
-              uint32_t hb) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    if (*d_status) return;
-    load_tables(tab, tables_g);
-    const uint64_t pieces = (*d_len + kChecksumPiece - 1) / kChecksumPiece;
+// The payload checksum of the piece CRCs of a len-byte payload into the header at hdr (hb bytes, any alignment,
+// written with zeros in its two checksum fields), then the header's own CRC over everything before it. The header CRC
+// covers the payload checksum field, which this writes: it is the raw CRC of the bytes before the field (written by
+// earlier kernels) shifted over the field and combined with the field's own, so that no thread reads what another
+// wrote. Contains barriers: call it from every thread of the block, after load_tables.
+__device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint32_t *tab, uint32_t *warp_raw,
+                                  uint32_t *warp_len, uint8_t *__restrict__ hdr, uint32_t hb) {
+    const uint64_t pieces = (len + kChecksumPiece - 1) / kChecksumPiece;
     const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw, warp_len);
     uint32_t n;
     const uint32_t before = small_block_crc(hdr, hb - 8, tab, warp_raw, warp_len, n);
@@ -281,6 +283,55 @@ k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_
         hdr[hb - 8 + b] = (uint8_t)(pc >> (8 * b));
         hdr[hb - 4 + b] = (uint8_t)(crc >> (8 * b));
     }
+}
+
+// One block: seal_header_block for a payload of *d_len bytes; nothing unless *d_status is 0.
+__global__ void __launch_bounds__(kCrcThreads)
+k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_len,
+              const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint8_t *__restrict__ hdr,
+              uint32_t hb) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    if (*d_status) return;
+    load_tables(tab, tables_g);
+    seal_header_block(crcs, *d_len, tab, warp_raw, warp_len, hdr, hb);
+}
+
+// The piece CRCs and the payload checksum in one launch (a graph node less in a chunk-sized call): every block takes a
+// ticket once its share of the piece CRCs is xored in, and the last one to do so finishes: with hdr, it seals the
+// header (the encoder, seal_header_block); without, it compares the checksum with `expected` and sets errbit in *err
+// where they differ (the decoder). The piece CRCs are read from the L2 there (small_block_crc). The piece CRCs must be
+// zero and the ticket hold ticket_start when the launch starts. len, or with d_len the length read on the device;
+// with d_status nothing is done unless it is 0.
+struct CrcFinish {
+    uint8_t *hdr;  // seal this header (hb bytes), or nullptr: compare
+    uint32_t hb, expected, errbit;
+    uint32_t *err;
+};
+template <int S>
+__global__ void __launch_bounds__(kCrcThreads)
+k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t *__restrict__ d_len,
+                 const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint32_t *crcs,
+                 uint32_t *ticket, uint32_t ticket_start, CrcFinish fin) {
+    __shared__ uint32_t tab[kCrcWords];
+    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    __shared__ bool last;
+    const bool active = !d_status || *d_status == 0;
+    if (d_len) len = *d_len;
+    load_tables(tab, tables_g);
+    if (active) block_piece_crcs<S>(data, len, tab, warp_raw, warp_len, crcs);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) - ticket_start == gridDim.x - 1u;
+    __syncthreads();
+    if (!last || !active) return;
+    __threadfence();
+    if (fin.hdr) {
+        seal_header_block(crcs, len, tab, warp_raw, warp_len, fin.hdr, fin.hb);
+        return;
+    }
+    const uint32_t pc = payload_checksum(crcs, (len + kChecksumPiece - 1) / kChecksumPiece, tab, warp_raw, warp_len);
+    if (threadIdx.x == 0 && pc != fin.expected) atomicOr(fin.err, fin.errbit);
 }
 
 // The largest slice that still gives every SM about 1024 threads for a payload of about len bytes.
@@ -302,6 +353,19 @@ void launch_piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, u
     else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
     else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
     ZB_LAUNCHED("k_piece_crc");
+}
+
+void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
+                           const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
+                           uint32_t ticket_start, const CrcFinish &fin, cudaStream_t s) {
+    const int slice = slice_for(c, likely_len);
+    const uint64_t per_block = (uint64_t)kCrcThreads * slice;
+    const uint64_t most = std::max<uint64_t>(1, (max_len + per_block - 1) / per_block);
+    const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
+    const unsigned grid = (unsigned)std::min(most, likely);
+    auto kernel = slice == 256 ? k_piece_crc_last<256> : slice == 64 ? k_piece_crc_last<64> : k_piece_crc_last<16>;
+    kernel<<<grid, kCrcThreads, 0, s>>>(payload, max_len, d_len, d_status, c.d_crc, d_crcs, ticket, ticket_start, fin);
+    ZB_LAUNCHED("k_piece_crc_last");
 }
 
 }  // namespace
@@ -343,6 +407,23 @@ void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, u
                    const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_out, cudaStream_t s) {
     if (!max_len) return;
     launch_piece_crcs(c, payload, max_len, likely_len, slice_for(c, likely_len), d_out, d_len, d_status, s);
+}
+
+void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
+                        const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
+                        uint8_t *d_header, size_t header_bytes, cudaStream_t s) {
+    launch_piece_crc_last(c, payload, max_len, likely_len, d_len, d_status, d_crcs, ticket, ~0u,
+                          CrcFinish{d_header, (uint32_t)header_bytes, 0, 0, nullptr}, s);
+}
+
+void piece_crcs_check(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_crcs, uint32_t *ticket,
+                      uint32_t expected, uint32_t *d_err, uint32_t errbit, cudaStream_t s) {
+    if (!len) {  // no pieces (the checksum of an empty payload is 0): the plain check
+        check_payload_crc(c, d_crcs, 0, expected, d_err, errbit, s);
+        return;
+    }
+    launch_piece_crc_last(c, payload, len, len, nullptr, nullptr, d_crcs, ticket, 0u,
+                          CrcFinish{nullptr, 0, expected, errbit, d_err}, s);
 }
 
 void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,

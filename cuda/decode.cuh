@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 #include "exceptions_block.cuh"
+#include "lookback.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
@@ -450,7 +451,11 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
 // over its layers of the y-prefixed values: one plane of ny x nx), the planes are scanned along the parts (each
 // point's carry), and a second walk (kApply) starts each part from its carry plane and writes the values: the
 // x-prefix is read twice, still in 3 launches against the two line passes' 6 (NOTES 89).
-enum class YzMode { kWhole, kSums, kApply };
+//
+// Chunk-sized device calls (chunk_decode.cuh) take one launch instead (kLookback): each block walks its part for the
+// z sums, publishes them, and gets its carry plane from a decoupled look-back over the parts before it (the sum of
+// their published planes back to the nearest part whose own carry is in), then walks again writing the values.
+enum class YzMode { kWhole, kSums, kApply, kLookback };
 constexpr int kYzLayers = 4;
 constexpr uint64_t kYzMaxRows = 128;   // 16 warps of 8 rows: a warp's y carry sums at most 15 partial sums
 constexpr uint64_t kYzBlocksPerSm = 4;   // blocks wanted per SM when runs are cut into parts
@@ -460,27 +465,25 @@ struct YzShape {
     uint64_t parts, part_layers;  // runs of layers per segment (1 and per_segment: the whole segment)
 };
 
-template <typename T, int Rows, bool XCarry, YzMode Mode>
-__global__ void __launch_bounds__(512)
-k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, uint32_t *__restrict__ planes,
-            T *__restrict__ out, double twoeb) {
-    extern __shared__ uint32_t yz_sums[];  // [2][kYzLayers][warps][32]
+// kLookback's words: its ticket (blocks take their (run, column group) in order of it, so that a block waits only
+// for blocks that started before it) and one state per block (kLbAggregate, kLbInclusive; 0 before the launch), and
+// the planes that a block publishes: its own z sums (aggregate) and those with its carry (inclusive), laid out as the
+// carry planes (YzPlan::plane_words each).
+struct YzLookback {
+    uint32_t *ticket, *state;
+    uint32_t *incl;  // `planes` holds the aggregates
+};
+
+// One walk of a block over its part's layers (see k_yz_prefix): the y-prefix of its rows, the z sums accumulated in
+// zsum from their start, and with Store the dequantized values written.
+template <typename T, int Rows, bool XCarry, bool Store>
+__device__ __forceinline__ void yz_walk(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc,
+                                        const YzShape &a, uint64_t zbeg, uint64_t zend, uint64_t y0, uint64_t x,
+                                        int rows, uint32_t (&zsum)[Rows], uint32_t *yz_sums, T *__restrict__ out,
+                                        double twoeb) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const uint64_t run = blockIdx.x / a.col_groups, cg = blockIdx.x - run * a.col_groups;
-    const uint64_t seg = run / a.parts, part = run - seg * a.parts;
-    const uint64_t x = cg * 32 + lane, y0 = (uint64_t)w * Rows;
-    const uint64_t seg_end = min(a.nz, (seg + 1) * a.per_segment);
-    const uint64_t zbeg = min(seg_end, seg * a.per_segment + part * a.part_layers);
-    const uint64_t zend = min(seg_end, zbeg + a.part_layers);
     // Offsets inside a step in 32 bits (the launcher checks kYzLayers * nx * ny < 2^31).
     const uint32_t nx = (uint32_t)a.nx, nxy = (uint32_t)(a.nx * a.ny);
-    // Rows of this thread inside the array (0 for a column past nx): the others load 0 and store nothing.
-    const int rows = x < a.nx && y0 < a.ny ? (int)min((uint64_t)Rows, a.ny - y0) : 0;
-    // Point (y0 + r, x) of this part's carry plane (k_plane_scan's layout: a warp's lanes at consecutive words).
-    auto plane_at = [&](int r) { return ((seg * a.parts + part) * a.ny + y0 + r) * a.nx + x; };
-    uint32_t zsum[Rows];
-#pragma unroll
-    for (int r = 0; r < Rows; ++r) zsum[r] = Mode == YzMode::kApply && r < rows ? planes[plane_at(r)] : 0u;
     uint64_t base = (zbeg * a.ny + y0) * a.nx + x;  // (z0, y0, x)
     auto load = [&](uint32_t o) { return XCarry ? x_prefix(local, xc, base + o) : local[base + o]; };
     int buf = 0;
@@ -515,16 +518,98 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
 #pragma unroll
             for (int r = 0; r < Rows; ++r) {
                 zsum[r] += v[l][r] + carry;
-                if constexpr (Mode != YzMode::kSums)
-                    if (whole || (l < layers && r < rows))
-                        dst[l * nxy + r * nx] = dequantize<T>((int32_t)zsum[r], twoeb);
+                if constexpr (Store)
+                    if (whole || (l < layers && r < rows)) dst[l * nxy + r * nx] = dequantize<T>((int32_t)zsum[r], twoeb);
             }
         }
     }
+}
+
+template <typename T, int Rows, bool XCarry, YzMode Mode>
+__global__ void __launch_bounds__(512)
+k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, uint32_t *__restrict__ planes,
+            T *__restrict__ out, double twoeb, YzLookback lb) {
+    extern __shared__ uint32_t yz_sums[];  // [2][kYzLayers][warps][32]
+    __shared__ uint32_t block_index, nearest;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    uint64_t block = blockIdx.x;
+    if constexpr (Mode == YzMode::kLookback) {
+        if (threadIdx.x == 0) block_index = atomicAdd(lb.ticket, 1u);
+        __syncthreads();
+        block = block_index;
+    }
+    const uint64_t run = block / a.col_groups, cg = block - run * a.col_groups;
+    const uint64_t seg = run / a.parts, part = run - seg * a.parts;
+    const uint64_t x = cg * 32 + lane, y0 = (uint64_t)w * Rows;
+    const uint64_t seg_end = min(a.nz, (seg + 1) * a.per_segment);
+    const uint64_t zbeg = min(seg_end, seg * a.per_segment + part * a.part_layers);
+    const uint64_t zend = min(seg_end, zbeg + a.part_layers);
+    // Rows of this thread inside the array (0 for a column past nx): the others load 0 and store nothing.
+    const int rows = x < a.nx && y0 < a.ny ? (int)min((uint64_t)Rows, a.ny - y0) : 0;
+    // Point (y0 + r, x) of part p's carry plane (k_plane_scan's layout: a warp's lanes at consecutive words).
+    auto plane_at = [&](uint64_t p, int r) { return ((seg * a.parts + p) * a.ny + y0 + r) * a.nx + x; };
+    uint32_t zsum[Rows];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) zsum[r] = Mode == YzMode::kApply && r < rows ? planes[plane_at(part, r)] : 0u;
+    constexpr bool kStore = Mode == YzMode::kWhole || Mode == YzMode::kApply;
+    yz_walk<T, Rows, XCarry, kStore>(local, xc, a, zbeg, zend, y0, x, rows, zsum, yz_sums, out, twoeb);
     if constexpr (Mode == YzMode::kSums) {
 #pragma unroll
         for (int r = 0; r < Rows; ++r)
-            if (r < rows) planes[plane_at(r)] = zsum[r];
+            if (r < rows) planes[plane_at(part, r)] = zsum[r];
+    }
+    if constexpr (Mode == YzMode::kLookback) {
+        // Publish the part's z sums (part 0's are its inclusive plane already), then add the planes of the parts
+        // before it: warp 0 reads up to 32 of their states at a time (lane l: part p - 1 - l) and waits for all;
+        // every thread then adds the published planes back to the nearest inclusive one at its own points.
+        const uint64_t state_of = seg * a.parts;  // states by (segment, part, column group)
+        auto state_word = [&](uint64_t p) { return lb.state + (state_of + p) * a.col_groups + cg; };
+        uint32_t *own = part == 0 ? lb.incl : planes;
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+            if (r < rows) __stcg(own + plane_at(part, r), zsum[r]);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            lb_publish(state_word(part), part == 0 ? kLbInclusive : kLbAggregate);
+        }
+        uint32_t carry[Rows] = {};
+        for (int64_t top = (int64_t)part - 1; top >= 0; top -= 32) {
+            if (w == 0) {
+                const int64_t p = top - lane;
+                uint32_t st;
+                for (;;) {
+                    st = p >= 0 ? lb_state(state_word((uint64_t)p)) : kLbInclusive;
+                    if (__all_sync(kFullMask, st == kLbAggregate || st == kLbInclusive)) break;
+                    __nanosleep(32);
+                }
+                const uint32_t inclusive = __ballot_sync(kFullMask, st == kLbInclusive);
+                if (lane == 0) nearest = inclusive ? (uint32_t)(__ffs(inclusive) - 1) : 32u;
+            }
+            __syncthreads();
+            const int stop = (int)nearest;
+            for (int l = 0; l <= min(stop, 31); ++l) {
+                const int64_t p = top - l;
+                if (p < 0) break;
+                const uint32_t *src = l == stop ? lb.incl : planes;
+#pragma unroll
+                for (int r = 0; r < Rows; ++r)
+                    if (r < rows) carry[r] += __ldcg(src + plane_at((uint64_t)p, r));
+            }
+            __syncthreads();  // `nearest` again in the next window
+            if (stop < 32) break;
+        }
+        if (part > 0) {
+#pragma unroll
+            for (int r = 0; r < Rows; ++r)
+                if (r < rows) __stcg(lb.incl + plane_at(part, r), carry[r] + zsum[r]);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                lb_publish(state_word(part), kLbInclusive);
+            }
+        }
+        yz_walk<T, Rows, XCarry, true>(local, xc, a, zbeg, zend, y0, x, rows, carry, yz_sums, out, twoeb);
     }
 }
 
@@ -578,22 +663,27 @@ inline YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, c
 
 template <typename T, YzMode Mode>
 void launch_yz_mode(const YzPlan &p, bool x_carry, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out,
-                    double twoeb, cudaStream_t s) {
+                    double twoeb, cudaStream_t s, const YzLookback &lb = YzLookback{}) {
     auto kernel = p.rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true, Mode> : k_yz_prefix<T, 4, false, Mode>)
                               : (x_carry ? k_yz_prefix<T, 8, true, Mode> : k_yz_prefix<T, 8, false, Mode>);
     const size_t smem = 2 * kYzLayers * p.warps * 32 * sizeof(uint32_t);
-    kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb);
+    kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb, lb);
     ZB_LAUNCHED("k_yz_prefix");
 }
 
 // The y and z prefix of a rank-3 array by plan p (p.applies): one walk, or sums, their scan and the walk from the
-// carries. planes: p.plane_words() words.
+// carries, or with lb.ticket (its words zeroed) the look-back form. planes: p.plane_words() words, and as many at
+// lb.incl.
 template <typename T>
 void launch_yz_prefix(const YzPlan &p, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out, double twoeb,
-                      cudaStream_t s) {
+                      cudaStream_t s, const YzLookback &lb = YzLookback{}) {
     const bool x_carry = tiles_have_x_carries(p.shape.nx);
     if (p.shape.parts == 1) {
         launch_yz_mode<T, YzMode::kWhole>(p, x_carry, local, xc, planes, out, twoeb, s);
+        return;
+    }
+    if (lb.ticket) {
+        launch_yz_mode<T, YzMode::kLookback>(p, x_carry, local, xc, planes, out, twoeb, s, lb);
         return;
     }
     launch_yz_mode<T, YzMode::kSums>(p, x_carry, local, xc, planes, out, twoeb, s);
@@ -980,14 +1070,15 @@ struct LorenzoInverse {
         ZB_LAUNCHED("k_pack_carries");
     }
     // The rest of the N-D inclusive prefix sum (y, then z), the last pass fused with dequantization into out.
-    template <typename T> void values(double twoeb, T *out, cudaStream_t s) const {
+    // yz_lb: the y/z walk's look-back words (chunk sizes, launch_yz_prefix), or none.
+    template <typename T> void values(double twoeb, T *out, cudaStream_t s, const YzLookback &yz_lb = YzLookback{}) const {
         if (rank == 1) {
             k_finish_1d<T><<<grid_for(n, 256), 256, 0, s>>>(q, xc, n, twoeb, out);
             ZB_LAUNCHED("k_finish_1d");
             return;
         }
         if (yz.applies) {
-            launch_yz_prefix<T>(yz, q, xc, sums, out, twoeb, s);
+            launch_yz_prefix<T>(yz, q, xc, sums, out, twoeb, s, yz_lb);
             return;
         }
         // x_carry: this pass reads the in-tile x-prefix and adds the tile carries.
@@ -1045,6 +1136,18 @@ inline std::string error_text(uint32_t e) {
     return s;
 }
 
+}  // namespace
+}  // namespace dec
+}  // namespace gpu
+}  // namespace zb
+
+#include "chunk_decode.cuh"
+
+namespace zb {
+namespace gpu {
+namespace dec {
+namespace {
+
 template <typename T>
 void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
                  bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
@@ -1075,16 +1178,41 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         uint32_t *cnt, *off, *err, *crcs;
         T *out;
         void *temp;
+        ChunkDecodeWords *cw;                // the chunk path's words, then the look-backs' states
+        Lookback blocks, carry;
+        YzLookback yz;
+        uint8_t *zero_end;                   // the end of what the chunk path's memset zeroes
     } b{};
     const bool own_out = !dst_on_device || !dst_aligned;
+    // Device-to-device calls of chunk sizes whose payload is 8-byte aligned run the tile stage as one kernel that
+    // reads the caller's stream (chunk_decode.cuh); the others copy the payload into an aligned buffer first.
+    const bool chunk = chunk_decode_enabled() && src_on_device && dst_on_device && !own_out && !raw &&
+                       n <= kChunkDecodeMaxValues && reinterpret_cast<uintptr_t>(src_payload) % 8 == 0;
     auto carve = [&](Carver &cv) {
-        b.payload = cv.take<uint8_t>(len + 16);
-        b.err = cv.take<uint32_t>(1);
-        b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
+        if (chunk) {
+            b.cw = cv.take<ChunkDecodeWords>(1);
+            b.blocks.state = cv.take<uint32_t>(ntiles);
+            b.carry.state = cv.take<uint32_t>(ntiles);
+            const bool yz_parts = li.rank == 3 && li.yz.applies && li.yz.shape.parts > 1;
+            b.yz.state = cv.take<uint32_t>(yz_parts ? li.yz.blocks : 0);
+            b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
+            b.zero_end = cv.take<uint8_t>(0);  // everything from the words to here is zeroed by one memset
+            b.yz.ticket = yz_parts && b.cw ? &b.cw->yz_ticket : nullptr;
+            b.yz.incl = cv.take<uint32_t>(yz_parts ? li.yz.plane_words() : 0);
+            b.blocks.agg = cv.take<uint4>(ntiles);
+            b.blocks.incl = cv.take<uint4>(ntiles);
+            b.carry.agg = cv.take<uint4>(ntiles);
+            b.carry.incl = cv.take<uint4>(ntiles);
+            b.err = b.cw ? &b.cw->err : nullptr;
+        } else {
+            b.payload = cv.take<uint8_t>(len + 16);
+            b.err = cv.take<uint32_t>(1);
+        }
+        if (!chunk) b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
         b.out = own_out ? cv.take<T>(n) : nullptr;
         if (raw) return;
-        b.cnt = cv.take<uint32_t>(ntiles);
-        b.off = cv.take<uint32_t>(ntiles);
+        b.cnt = cv.take<uint32_t>(chunk ? 0 : ntiles);
+        b.off = cv.take<uint32_t>(chunk ? 0 : ntiles);
         li.carve(cv);
         ex.carve(cv);
         b.temp = cv.take<uint8_t>(scan_bytes);
@@ -1093,14 +1221,16 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     timer.mark("carved");
     T *out = own_out ? b.out : static_cast<T *>(dst);
     uint32_t *err_host = reinterpret_cast<uint32_t *>(c.host_small);
-    const uint8_t *pay = b.payload;
+    const uint8_t *pay = chunk ? src_payload : b.payload;
     auto seg = [&](int i) { return pay + h.seg[i].offset; };
 
     // Everything from the payload's copy to the error word's, on q (the call's stream, or the stream that captures
     // a graph of the call: the payload then comes in through a kernel, see queue_as_graph).
     auto queue = [&](cudaStream_t q, bool capturing) {
-        // Payload into aligned device memory.
-        if (capturing) {
+        // Payload into aligned device memory (the chunk path reads it where it is: its words zeroed instead).
+        if (chunk) {
+            ZB_CUDA(cudaMemsetAsync(b.cw, 0, b.zero_end - reinterpret_cast<uint8_t *>(b.cw), q));
+        } else if (capturing) {
             const unsigned grid = std::min(grid_for(div_up(len, 8), 256), 8u * (unsigned)c.sm_count);
             k_copy_in<<<grid, 256, 0, q>>>(src_payload, b.payload, len);
             ZB_LAUNCHED("k_copy_in");
@@ -1109,14 +1239,18 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         } else {
             upload(c, b.payload, src_payload, len, q);
         }
-        ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
+        if (!chunk) ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
 
         // In a graph the checksum runs on a branch of its own beside the decoding, joined before its check.
         GraphBranches br(c, q, capturing);
         if (verify_crc) {
             br.fork(1);
             timer.begin("crc");
-            piece_crcs(c, pay, len, b.crcs, br.stream(0));
+            if (chunk)  // the piece CRCs and the comparison in one kernel, its crcs zeroed with the chunk's words
+                piece_crcs_check(c, pay, len, b.crcs, &b.cw->crc_ticket, h.payload_crc, b.err, kErrPayloadCrc,
+                                 br.stream(0));
+            else
+                piece_crcs(c, pay, len, b.crcs, br.stream(0));
             timer.end();
         }
         if (raw) {
@@ -1127,15 +1261,22 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                                 reinterpret_cast<const uint4 *>(seg(kSegCodeBlocks)), h.nonzero_code_blocks, b.cnt,
                                 b.off};
             timer.begin("tiles");
-            k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, q>>>(src.flags, ntiles, b.cnt);
-            ZB_LAUNCHED("k_tile_nnz");
-            tb = scan_bytes;
-            exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, q);
-            li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp, scan_bytes,
-                     q);
+            if (chunk) {
+                const ChunkDecodeArgs a{pay,      ntiles,   n,   li.row_len, li.dx, h.nonzero_code_blocks, h.escapes,
+                                        h.seg[kSegEscapes].offset, b.cw, b.blocks, b.carry, li.q, li.xc};
+                k_chunk_decode<<<(unsigned)ntiles, kTileThreads, 0, q>>>(a);
+                ZB_LAUNCHED("k_chunk_decode");
+            } else {
+                k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, q>>>(src.flags, ntiles, b.cnt);
+                ZB_LAUNCHED("k_tile_nnz");
+                tb = scan_bytes;
+                exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, q);
+                li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp,
+                         scan_bytes, q);
+            }
             timer.end();
             timer.begin("prefix");
-            li.values<T>(2.0 * h.eb, out, q);
+            li.values<T>(2.0 * h.eb, out, q, chunk ? b.yz : YzLookback{});
             timer.end();
 
             if (k) {
@@ -1152,7 +1293,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         timer.mark("launched");
         if (verify_crc) {
             br.join(1);
-            check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
+            if (!chunk) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
         }
         ZB_CUDA(cudaMemcpyAsync(err_host, b.err, 4, cudaMemcpyDeviceToHost, q));
     };
@@ -1186,6 +1327,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         key.add((uint64_t)verify_crc);
         key.add((uint64_t)ex.one_block);     // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
         key.add(li.yz.shape.parts);          // and ZBOUND_GPU_YZ_PARTS
+        key.add((uint64_t)chunk);            // and ZBOUND_GPU_CHUNK
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) { queue(q, true); });
         if (graphed) timer.mark("graph queued");
     }

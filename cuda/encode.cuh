@@ -1013,6 +1013,25 @@ struct FastHeaderBytes {
     uint8_t b[kFastHeaderBytes];
 };
 
+// The fields of a fast-layout header that its counts decide (flags, a REL bound's eb, the counts, the segment table),
+// by one thread into hdr, a copy of the host's template (which has everything else).
+__device__ __forceinline__ void put_fast_header_fields(uint8_t *__restrict__ hdr, uint8_t flags, bool rel, double eb,
+                                                       const FastCounts &fc, const uint64_t *off, const uint64_t *len) {
+    auto put = [hdr](size_t at, uint64_t v, int bytes) {
+        for (int b = 0; b < bytes; ++b) hdr[at + b] = (uint8_t)(v >> (8 * b));
+    };
+    put(kHdrFlagsAt, flags, 1);
+    if (rel) put(kHdrEbAt, (uint64_t)__double_as_longlong(eb), 8);
+    put(kHdrCountsAt, fc.escapes, 8);
+    put(kHdrCountsAt + 8, fc.exceptions, 8);
+    put(kHdrCountsAt + 16, fc.runs, 8);
+    put(kHdrCountsAt + 24, fc.nonzero_code_blocks, 8);
+    for (int i = 0; i < kFastSegmentCount; ++i) {
+        put(kHeaderFixedBytes + 16 * i, off[i], 8);
+        put(kHeaderFixedBytes + 16 * i + 8, len[i], 8);
+    }
+}
+
 // Thread 0: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
 // raw-passthrough and capacity decisions (w->status). For a stream to be written, the block then copies the header
 // tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are sealed last
@@ -1059,19 +1078,7 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
     for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
     __syncthreads();
     if (threadIdx.x != 0) return;
-    auto put = [hdr](size_t at, uint64_t v, int bytes) {
-        for (int b = 0; b < bytes; ++b) hdr[at + b] = (uint8_t)(v >> (8 * b));
-    };
-    put(kHdrFlagsAt, flags, 1);
-    if (rel) put(kHdrEbAt, (uint64_t)__double_as_longlong(w->qp.eb), 8);
-    put(kHdrCountsAt, fc.escapes, 8);
-    put(kHdrCountsAt + 8, fc.exceptions, 8);
-    put(kHdrCountsAt + 16, fc.runs, 8);
-    put(kHdrCountsAt + 24, fc.nonzero_code_blocks, 8);
-    for (int i = 0; i < kFastSegmentCount; ++i) {
-        put(kHeaderFixedBytes + 16 * i, w->off[i], 8);
-        put(kHeaderFixedBytes + 16 * i + 8, len[i], 8);
-    }
+    put_fast_header_fields(hdr, flags, rel, w->qp.eb, fc, w->off, len);
 }
 
 // The flag segments of the exception masks (blockIdx.y 0: edges, 1: changes) at their offsets in a stream laid out on
@@ -1358,6 +1365,18 @@ inline uint64_t exception_cap(uint64_t n, double last_fraction) {
     return std::min<uint64_t>(n, cap);
 }
 
+}  // namespace
+}  // namespace enc
+}  // namespace gpu
+}  // namespace zb
+
+#include "chunk_encode.cuh"
+
+namespace zb {
+namespace gpu {
+namespace enc {
+namespace {
+
 template <typename T>
 size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *d_x_in, const T *h_x,
                    const StreamTarget &out, cudaStream_t s, KernelTimer &timer) {
@@ -1374,13 +1393,56 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const bool in_place = out.on_device && out.capacity >= std::max(raw_bytes, before_choice) &&
                           reinterpret_cast<uintptr_t>(out.ptr + fast_hb) % 4 == 0;
 
-    // ---- main arena: input (host API), tile buffers, payload, scan temporaries
-    size_t scan_bytes = 0;
-    exclusive_sum4(nullptr, scan_bytes, nullptr, nullptr, ntiles, s);
     const Dims dm = make_dims(shape);
     // Quantization and codes in one pass where the ring fits (k_quantize_encode; q then holds escaped deltas only),
     // else k_quantize and k_encode.
     const WalkPlan wp = walk_plan(dm, shape.rank, ntiles, c.sm_count);
+    const bool rel = p.mode == ZB_MODE_REL;
+    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_range)
+
+    // The header with zero counts and checksums: k_fast_layout (or chunk_tail) writes it with them, seal_header adds
+    // the checksums.
+    Header h;
+    h.version = lorenzo_fast_version(shape);
+    h.dtype = dtype;
+    h.shape = shape;
+    h.mode = p.mode;
+    h.predictor = 1;
+    h.encoder = 1;
+    h.bound = p.bound;
+    h.eb = rel ? 0.0 : qp.eb;
+    h.nsegments = kFastSegmentCount;
+    FastHeaderBytes tmpl;
+    write_header(h, tmpl.b);
+
+    // What a laid-out stream's status leaves to do: a raw-passthrough stream instead (its piece CRCs in crcs, room for
+    // piece_count(raw_bytes)), or an error; true where the stream is ready to be delivered.
+    auto settle = [&](const LayoutResult &got, const T *x, uint32_t *crcs, size_t &raw_len) {
+        if (got.status == kLayoutRaw) {
+            h.eb = rel ? got.eb : qp.eb;
+            raw_len = write_raw(c, h, x, h_x, crcs, out, resolve_threads(p.threads, h.shape.n), s, timer);
+            return false;
+        }
+        if (got.status == kLayoutTooSmall) too_small(got.stream_len);
+        if (got.status != kLayoutOk) fail(ZB_ERR_INTERNAL, "fast encoder: unexpected layout status");
+        return true;
+    };
+
+    // Chunk-sized device calls: five graph nodes (chunk_encode.cuh); the general path below where their exceptions
+    // outnumber its lists.
+    if (chunk_path_applies(c, wp, n, d_x_in != nullptr, in_place)) {
+        uint32_t *crcs = nullptr;
+        const LayoutResult got = encode_chunk<T>(c, p, shape, d_x_in, out, tmpl, s, timer, crcs);
+        c.exception_fraction = (double)got.totals[2] / (double)n;
+        if (got.status != kLayoutOverCap) {
+            size_t raw_len = 0;
+            return settle(got, d_x_in, crcs, raw_len) ? (size_t)got.stream_len : raw_len;
+        }
+    }
+
+    // ---- main arena: input (host API), tile buffers, payload, scan temporaries
+    size_t scan_bytes = 0;
+    exclusive_sum4(nullptr, scan_bytes, nullptr, nullptr, ntiles, s);
     allow_walk_ring<T>(wp, shape.rank, dm);
     struct {
         T *x;
@@ -1415,24 +1477,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         x = b.x;
     }
     EncodeWords *w = b.w;
-    const bool rel = p.mode == ZB_MODE_REL;
-    const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_range)
     uint32_t *code_flags = reinterpret_cast<uint32_t *>(b.payload);  // segment 0 sits at payload offset 0
     uint8_t *pay = b.payload;
-
-    // The header with zero counts and checksums: k_fast_layout writes it with them, seal_header adds the checksums.
-    Header h;
-    h.version = lorenzo_fast_version(shape);
-    h.dtype = dtype;
-    h.shape = shape;
-    h.mode = p.mode;
-    h.predictor = 1;
-    h.encoder = 1;
-    h.bound = p.bound;
-    h.eb = rel ? 0.0 : qp.eb;
-    h.nsegments = kFastSegmentCount;
-    FastHeaderBytes tmpl;
-    write_header(h, tmpl.b);
 
     // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device (k_range), where
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
@@ -1555,12 +1601,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
 
     // ---- 5. the raw-passthrough stream instead, or the stream delivered
-    if (got.status == kLayoutRaw) {
-        h.eb = rel ? got.eb : qp.eb;
-        return write_raw(c, h, x, h_x, b.crcs, out, resolve_threads(p.threads, h.shape.n), s, timer);
-    }
-    if (got.status == kLayoutTooSmall) too_small(got.stream_len);
-    if (got.status != kLayoutOk) fail(ZB_ERR_INTERNAL, "fast encoder: unexpected layout status");
+    size_t raw_len = 0;
+    if (!settle(got, x, b.crcs, raw_len)) return raw_len;
     if (!out.on_device) {
         download(c, out.ptr, b.hdr, fast_hb, s);
         download(c, out.ptr + fast_hb, pay, got.payload_len, s);

@@ -334,6 +334,17 @@ void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, u
 // then the header CRC. Nothing unless *d_status is 0.
 void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,
                  uint8_t *d_header, size_t header_bytes, cudaStream_t s);
+// piece_crcs_at and seal_header in one launch, whose last block to finish seals the header. d_crcs
+// (piece_count(max_len) words) must be zero and *ticket ~0u when the launch starts (the caller's own kernels and
+// memsets prepare them: no memset node of its own).
+void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
+                        const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
+                        uint8_t *d_header, size_t header_bytes, cudaStream_t s);
+// piece_crcs and check_payload_crc in one launch, whose last block to finish compares the payload checksum with
+// `expected` (errbit in *d_err where they differ). d_crcs (piece_count(len) words) must be zero and *ticket 0 when the
+// launch starts.
+void piece_crcs_check(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_crcs, uint32_t *ticket,
+                      uint32_t expected, uint32_t *d_err, uint32_t errbit, cudaStream_t s);
 
 // The payload checksum of a len-byte payload from its piece CRCs (d_crcs), on the device, in one launch and without
 // a round trip to the host.

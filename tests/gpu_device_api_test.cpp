@@ -381,6 +381,168 @@ TEST(GpuDeviceApi, RepeatedCallsOnTheSameBuffersF64) {
     for (const char *form : {"1", "0"}) repeated_calls<double>(form);
 }
 
+// The chunk paths of device calls (cuda/chunk_encode.cuh: look-back offsets, the exception segments built by the last
+// tile's block, the header sealed by the last CRC block; cuda/chunk_decode.cuh: the tile stage reading the caller's
+// stream, escapes and x carries from a look-back) against the CPU's bytes and values, and the general paths
+// (ZBOUND_GPU_CHUNK=0) likewise: ranks 1-3 with partial last tiles and rows across tiles, Lorenzo segments (format
+// v6), NaN at both ends and in runs across tiles, fill values, -0.0 and infinities, escapes, exceptions up to the
+// lists' 65536 and past them (the general path takes over), raw passthrough. Each array three times on the same
+// buffers: launched, captured as a graph, replayed.
+template <typename T> void chunk_path_cases() {
+    using Lim = std::numeric_limits<T>;
+    struct Case {
+        std::string what;
+        std::vector<size_t> dims;
+        std::vector<T> v;
+        zb_params p;
+    };
+    zb_params rel = zb_params_default();
+    rel.predictor = ZB_PRED_LORENZO;
+    rel.encoder = ZB_ENC_FAST;
+    rel.mode = ZB_MODE_REL;
+    rel.bound = 1e-3;
+    std::vector<Case> cases;
+    const std::vector<std::vector<size_t>> shapes{{1},         {5},          {2047},        {2048},       {2049},
+                                                  {100003},    {7, 300},     {513, 1025},   {3, 2049},    {3, 5, 7},
+                                                  {17, 33, 65}, {64, 64, 64}, {130, 64, 128}, {2, 700, 900}};
+    uint32_t seed = 70;
+    for (const auto &dims : shapes) {
+        const std::string shape = "dims " + std::to_string(dims.size()) + "-D, n " +
+                                  std::to_string(zbt::smooth_field<T>(dims, 0, 1).size());
+        auto smooth = zbt::smooth_field<T>(dims, 0.01, seed++, 1.0);
+        const size_t n = smooth.size();
+        cases.push_back({shape + " smooth", dims, smooth, rel});
+        auto specials = smooth;  // isolated NaN, both ends, a run over a tile border, infinities, -0.0
+        for (size_t i = 0; i < n; i += 97) specials[i] = Lim::quiet_NaN();
+        specials[0] = specials[n - 1] = Lim::quiet_NaN();
+        for (size_t i = 2040; i < 2060 && i < n; ++i) specials[i] = Lim::quiet_NaN();
+        for (size_t i = 31; i < n; i += 1009) specials[i] = (i / 1009) % 2 ? Lim::infinity() : -Lim::infinity();
+        for (size_t i = 47; i < n; i += 773) specials[i] = -T(0);
+        cases.push_back({shape + " specials", dims, specials, rel});
+        auto filled = smooth;  // a fill value in runs, the last run reaching the end
+        const T fill = (T)-9999.5;
+        for (size_t i = n / 3; i < n / 3 + 300 && i < n; ++i) filled[i] = fill;
+        for (size_t i = n > 40 ? n - 40 : 0; i < n; ++i) filled[i] = fill;
+        zb_params with_fill = rel;
+        with_fill.has_fill = 1;
+        with_fill.fill_bits = zbt::bits(fill);
+        cases.push_back({shape + " fill", dims, filled, with_fill});
+        auto steep = smooth;  // escapes: steps past the fast codes' radius at a tight bound
+        for (size_t i = 5; i < n; i += 13) steep[i] += (T)50.0;
+        zb_params tight = rel;
+        tight.bound = 1e-7;
+        cases.push_back({shape + " escapes", dims, steep, tight});
+    }
+    // Exceptions up to the lists' size and past it, in a 1024 x 1024 array: every 16th value (65536: all fit, the
+    // change bits and runs from many values) and every 15th (69905: the general path).
+    for (size_t every : {16, 15}) {
+        const std::vector<size_t> dims{1024, 1024};
+        auto v = zbt::smooth_field<T>(dims, 0.01, seed++);
+        for (size_t i = 0; i < v.size(); i += every) v[i] = (i / every) % 3 ? Lim::quiet_NaN() : Lim::infinity();
+        cases.push_back({"every " + std::to_string(every) + "th value an exception", dims, v, rel});
+    }
+    zb_params lossless_tight = rel;
+    lossless_tight.mode = ZB_MODE_ABS;
+    lossless_tight.bound = 1e-12;
+    cases.push_back({"noise (raw passthrough)", {300, 301}, zbt::smooth_field<T>({300, 301}, 5.0, seed++), lossless_tight});
+
+    for (const char *chunk : {"1", "0"}) {
+        const zbt::ScopedEnv path("ZBOUND_GPU_CHUNK", chunk);
+        for (const Case &c : cases) {
+            SCOPED_TRACE(std::string("ZBOUND_GPU_CHUNK=") + chunk + ", " + c.what);
+            const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, c.v, c.dims, c.p);
+            ASSERT_EQ(ref.status, ZB_OK);
+            const size_t vbytes = c.v.size() * sizeof(T), cap = zb_compress_bound(zbt::dtype_of<T>(), c.v.size());
+            std::vector<T> want(c.v.size()), got_values(c.v.size());
+            ASSERT_EQ(zb_decompress(ref.bytes.data(), ref.bytes.size(), want.data(), vbytes, ZB_BACKEND_CPU, nullptr),
+                      ZB_OK);
+            DevBuf src(vbytes), dst(cap), back(vbytes);
+            CUDA_OK(cudaMemcpy(src.p, c.v.data(), vbytes, cudaMemcpyHostToDevice));
+            for (int call = 0; call < 3; ++call) {
+                CUDA_OK(cudaMemset(dst.p, 0xA5, cap));  // nothing of an earlier call's stream may be left to find
+                size_t len = 0;
+                ASSERT_EQ(zb_compress_device(&c.p, zbt::dtype_of<T>(), src.p, (int)c.dims.size(), c.dims.data(), dst.p,
+                                             cap, &len, nullptr, nullptr),
+                          ZB_OK)
+                    << zb_last_error();
+                std::vector<uint8_t> got(len);
+                CUDA_OK(cudaMemcpy(got.data(), dst.p, len, cudaMemcpyDeviceToHost));
+                ASSERT_TRUE(got == ref.bytes) << "call " << call << ": device stream differs from the CPU's: "
+                                              << gput::first_difference(ref.bytes, got);
+                CUDA_OK(cudaMemset(back.p, 0xA5, vbytes));
+                ASSERT_EQ(zb_decompress_device(dst.p, len, back.p, vbytes, nullptr, nullptr), ZB_OK) << zb_last_error();
+                CUDA_OK(cudaMemcpy(got_values.data(), back.p, vbytes, cudaMemcpyDeviceToHost));
+                const size_t d = gput::first_value_difference(want, got_values);
+                ASSERT_EQ(d, c.v.size()) << "call " << call << ": device decode differs from the CPU's at value " << d;
+            }
+        }
+    }
+}
+
+TEST(GpuDeviceApi, ChunkPathGivesTheCpuBytesF32) {
+    ZB_REQUIRE_GPU();
+    chunk_path_cases<float>();
+}
+
+TEST(GpuDeviceApi, ChunkPathGivesTheCpuBytesF64) {
+    ZB_REQUIRE_GPU();
+    chunk_path_cases<double>();
+}
+
+// Corrupted streams (checksums recomputed so that the change reaches the decoders' own checks) through the device
+// decoder's chunk path and its general path: the CPU decoder's answer each time, the same error or the same values.
+// The flips land in the segments the chunk kernel reads (flags, code blocks, escapes) and in the exception segments.
+template <typename T> void device_corruptions(const std::vector<size_t> &dims, uint32_t seed, int trials) {
+    auto v = zbt::smooth_field<T>(dims, 0.01, seed, 5.0);
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 200) v[i] += (T)(((rng() & 1) ? 1 : -1) * 90.0);  // escapes
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 700) v[i] = std::numeric_limits<T>::quiet_NaN();
+    zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_FAST;
+    p.mode = ZB_MODE_ABS;
+    p.bound = 1e-3;
+    const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, v, dims, p);
+    ASSERT_EQ(good.status, ZB_OK);
+    zb::Header h;
+    std::string msg;
+    ASSERT_EQ(zb::read_header(good.bytes.data(), good.bytes.size(), h, msg, false), ZB_OK);
+    ASSERT_GT(h.escapes, 0u);
+    ASSERT_GT(h.exceptions, 0u);
+    const size_t hb = h.header_bytes(), vbytes = v.size() * sizeof(T);
+    DevBuf src(good.bytes.size()), out(vbytes);
+    std::vector<T> want(v.size()), got(v.size());
+    int rejected = 0;
+    for (int t = 0; t < trials; ++t) {
+        std::vector<uint8_t> s = good.bytes;
+        int seg;
+        do seg = (int)(rng() % h.nsegments); while (h.seg[seg].length == 0);
+        const size_t off = hb + h.seg[seg].offset + rng() % h.seg[seg].length;
+        s[off] ^= (uint8_t)(1 + rng() % 255);
+        ASSERT_TRUE(gput::reseal_parsed(s));
+        const zb_status sc = zb_decompress(s.data(), s.size(), want.data(), vbytes, ZB_BACKEND_CPU, nullptr);
+        CUDA_OK(cudaMemcpy(src.p, s.data(), s.size(), cudaMemcpyHostToDevice));
+        for (const char *chunk : {"1", "0"}) {
+            const zbt::ScopedEnv path("ZBOUND_GPU_CHUNK", chunk);
+            const zb_status sg = zb_decompress_device(src.p, s.size(), out.p, vbytes, nullptr, nullptr);
+            ASSERT_EQ(sc, sg) << "ZBOUND_GPU_CHUNK=" << chunk << ", segment " << seg << " byte " << off - hb
+                              << "; GPU says: " << zb_last_error();
+            if (sc != ZB_OK) continue;
+            CUDA_OK(cudaMemcpy(got.data(), out.p, vbytes, cudaMemcpyDeviceToHost));
+            ASSERT_EQ(gput::first_value_difference(want, got), v.size()) << "segment " << seg << " byte " << off - hb;
+        }
+        rejected += sc != ZB_OK;
+    }
+    EXPECT_GT(rejected, 0);
+}
+
+TEST(GpuDeviceApi, ChunkDecodeCorruptionsSameAnswerAsCpu) {
+    ZB_REQUIRE_GPU();
+    device_corruptions<float>({97, 131}, 5, 300);
+    device_corruptions<float>({40, 50, 60}, 6, 300);
+    device_corruptions<double>({100003}, 7, 200);
+}
+
 // Device decompressions repeated on the same buffers are replayed as a CUDA graph from the third on (decode.cuh,
 // decode_impl; the key is the header and the buffers), and with the same lengths they are decoded with the last
 // call's header before their own reaches the host (gpu_ops.cu, replayed_decompression). Every call passes the whole
