@@ -33,12 +33,6 @@ namespace {
 constexpr uint64_t kChunkMaxValues = uint64_t(1) << 26;
 constexpr uint64_t kChunkExceptionCap = 65536;
 
-// ZBOUND_GPU_CHUNK=0 sends device calls to the general path (comparisons, tests of both); read on every call.
-inline bool chunk_path_enabled() {
-    const char *e = std::getenv("ZBOUND_GPU_CHUNK");
-    return !(e && std::strcmp(e, "0") == 0);
-}
-
 // Device words of one call, set to 0xFF by its first node.
 struct ChunkWords {
     unsigned long long keys[kRangeWords];  // k_range (REL)
@@ -340,7 +334,7 @@ inline auto chunk_encode_kernel(int rank, const Dims &dm) {
 // Whether a call takes the chunk path: device input, a device buffer with room for a raw stream where the payload
 // starts 4-byte aligned (in_place), the two-pass form, and no recent chunk with more exceptions than the lists hold.
 inline bool chunk_path_applies(const Context &c, const WalkPlan &wp, uint64_t n, bool device_input, bool in_place) {
-    return chunk_path_enabled() && device_input && in_place && wp.ring == 0 && n > 0 && n <= kChunkMaxValues &&
+    return chunk_paths_enabled() && device_input && in_place && wp.ring == 0 && n > 0 && n <= kChunkMaxValues &&
            c.exception_fraction * (double)n <= (double)kChunkExceptionCap;
 }
 

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -141,6 +143,16 @@ private:
 
 // ZBOUND_GPU_GRAPHS=0 turns the graphs off (for comparisons); on by default.
 bool graphs_enabled();
+
+// The chunk paths of device calls (chunk_encode.cuh, chunk_decode.cuh): ZBOUND_GPU_CHUNK=1 turns them on, 0 off;
+// unset, kChunkPathsByDefault. Off by default until they have passed the GPU tests on a device (bench/NOTES.md 116).
+// Read on every call, so that a test can switch it.
+constexpr bool kChunkPathsByDefault = false;
+inline bool chunk_paths_enabled() {
+    const char *e = std::getenv("ZBOUND_GPU_CHUNK");
+    if (!e || !*e) return kChunkPathsByDefault;
+    return std::strcmp(e, "0") != 0;
+}
 
 struct Context {
     int device = -1;
