@@ -427,20 +427,7 @@ LayoutResult encode_chunk(Context &c, const zb_params &p, const Shape &shape, co
     // Repeated calls (the same buffers, shape and parameters) as one graph, as the general path's.
     bool graphed = false;
     if (raw_bytes <= kGraphMaxBytes && !timer.records() && graphs_usable(c)) {
-        GraphKey key;
-        key.add(0x6663686b);  // "fchk"
-        key.add(sizeof(T));
-        for (int i = 0; i < 3; ++i) key.add(shape.dims[i]);
-        key.add((uint64_t)shape.rank);
-        key.add((uint64_t)p.mode);
-        uint64_t bound_bits;
-        std::memcpy(&bound_bits, &p.bound, 8);
-        key.add(bound_bits);
-        key.add((uint64_t)p.has_fill);
-        key.add(p.fill_bits);
-        key.add_ptr(x);
-        key.add_ptr(out.ptr);
-        key.add(out.capacity);
+        GraphKey key = encode_call_key<T>(0x6663686b, shape, p, x, out);  // "fchk"
         key.add_ptr(w);  // the main arena: every buffer's place follows from it and n
         key.add(c.arena[kArenaMain].allocations());
         graphed = queue_as_graph(c, key, s, queue);

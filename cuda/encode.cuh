@@ -1365,6 +1365,28 @@ inline uint64_t exception_cap(uint64_t n, double last_fraction) {
     return std::min<uint64_t>(n, cap);
 }
 
+// The part of a device compression's graph key that both fast-encoder paths share: its kind (tag), value type,
+// shape, parameters and buffers.
+template <typename T>
+GraphKey encode_call_key(uint64_t tag, const Shape &shape, const zb_params &p, const T *x, const StreamTarget &out) {
+    GraphKey key;
+    key.add(tag);
+    key.add(sizeof(T));
+    key.add(shape.n);
+    for (int i = 0; i < 3; ++i) key.add(shape.dims[i]);
+    key.add((uint64_t)shape.rank);
+    key.add((uint64_t)p.mode);
+    uint64_t bound_bits;
+    std::memcpy(&bound_bits, &p.bound, 8);
+    key.add(bound_bits);
+    key.add((uint64_t)p.has_fill);
+    key.add(p.fill_bits);
+    key.add_ptr(x);
+    key.add_ptr(out.ptr);
+    key.add(out.capacity);
+    return key;
+}
+
 }  // namespace
 }  // namespace enc
 }  // namespace gpu
@@ -1563,21 +1585,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         const uint64_t kcap = exception_cap(n, c.exception_fraction);
         ExceptionStage<T> ex;
         ex.carve(c, n, kcap, s, false);
-        GraphKey key;
-        key.add(0x66656e63);  // "fenc"
-        key.add(sizeof(T));
-        key.add(n);
-        for (int i = 0; i < 3; ++i) key.add(shape.dims[i]);
-        key.add((uint64_t)shape.rank);
-        key.add((uint64_t)p.mode);
-        uint64_t bound_bits;
-        std::memcpy(&bound_bits, &p.bound, 8);
-        key.add(bound_bits);
-        key.add((uint64_t)p.has_fill);
-        key.add(p.fill_bits);
-        key.add_ptr(x);
-        key.add_ptr(out.ptr);
-        key.add(out.capacity);
+        GraphKey key = encode_call_key<T>(0x66656e63, shape, p, x, out);  // "fenc"
         key.add_ptr(b.q);   // the main arena (every buffer's place follows from it and n)
         key.add_ptr(ex.V);  // the exceptions arena
         key.add(c.arena[kArenaMain].allocations());
