@@ -17,9 +17,6 @@ namespace gpu {
 namespace dec {
 namespace {
 
-// Arrays whose tile stage runs as k_chunk_decode (as the encoder's chunk path: up to 256 MB of f32).
-constexpr uint64_t kChunkDecodeMaxValues = uint64_t(1) << 26;
-
 // The second look-back's value: escapes of the tiles (x), and the x-prefix as a segmented sum (y: the sum since the
 // last row start, z: whether there is one), as exclusive_segmented_sum combines the tiles' tails.
 struct EscapesAndCarry {

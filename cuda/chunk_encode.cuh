@@ -28,9 +28,8 @@ namespace gpu {
 namespace enc {
 namespace {
 
-// Arrays the chunk path takes: up to 2^26 values (256 MB of f32, as kGraphMaxBytes), whose two-pass form is chosen
-// (walk_plan: larger arrays walk their tiles in one pass); up to this many exceptions.
-constexpr uint64_t kChunkMaxValues = uint64_t(1) << 26;
+// Exceptions the chunk path's lists hold (its arrays: up to kChunkMaxValues, where walk_plan chose the two-pass form;
+// larger arrays walk their tiles in one pass).
 constexpr uint64_t kChunkExceptionCap = 65536;
 
 // Device words of one call, set to 0xFF by its first node.
@@ -225,7 +224,6 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
 template <typename T, int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads) k_chunk_encode(const ChunkArgs<T> a) {
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
-    __shared__ uint4 tile4[kTileWords / 4];
     __shared__ TileCounts wc;
     __shared__ typename Scan::TempStorage scan_tmp;
     __shared__ uint4 tile_before, tile_count;  // {non-zero blocks, escapes, exceptions, 0}: before the tile, in it
@@ -235,7 +233,8 @@ __global__ void __launch_bounds__(kTileThreads) k_chunk_encode(const ChunkArgs<T
     __syncthreads();
     const uint64_t t = tile_index, e = t * kTileCodes + 8 * (uint64_t)j;
 
-    // The tile's codes (k_encode's), their exception bits, the bitshuffle into shared memory (store_tile's).
+    // The tile's codes (k_encode's), their exception bits, the bitshuffle and segment 0's flags (store_tile's, the
+    // thread's block kept instead of stored in a dense buffer).
     const GlobalQ src{a.q};
     Rows8 r;
     load_rows8<Rank, VecRows>(src, a.dm, e, r);
@@ -243,25 +242,11 @@ __global__ void __launch_bounds__(kTileThreads) k_chunk_encode(const ChunkArgs<T
     uint32_t w[4];
     const uint32_t escaped = tile_codes<Rank, true>(r, p, w, a.escd, e);
     const uint32_t m8 = (a.mwords[t * 64 + (uint64_t)(j >> 2)] >> (8 * (j & 3))) & 0xFFu;  // values e .. e+7
-    uint32_t planes[4];
-    shuffle8(w, planes);
-    uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
-#pragma unroll
-    for (int pl = 0; pl < 16; ++pl) tile[pl * 256 + j] = (uint8_t)(planes[pl >> 2] >> (8 * (pl & 3)));
-    const uint32_t esc_warp = __reduce_add_sync(kFullMask, (uint32_t)__popc(escaped));
-    const uint32_t exc_warp = __reduce_add_sync(kFullMask, (uint32_t)__popc(m8));
-    if (lane == 0) {
-        wc.esc[warp] = esc_warp;
-        wc.exc[warp] = exc_warp;
-    }
-    __syncthreads();
-    const uint4 block = tile4[j];
+    const TileBlock tb = store_tile_parts<false>(w, (uint32_t)__popc(escaped), (uint32_t)__popc(m8), t, nullptr,
+                                                 reinterpret_cast<uint32_t *>(a.pay), wc);
+    const uint4 block = tb.block;
     const bool nz = any_bits(block);
-    const uint32_t fw = __ballot_sync(kFullMask, nz);
-    if (lane == 0) {
-        reinterpret_cast<uint32_t *>(a.pay)[t * kTileFlagWords + warp] = fw;  // segment 0
-        wc.nnz[warp] = __popc(fw);
-    }
+    const uint32_t fw = tb.flag_word;
     __syncthreads();
 
     // The tile's offsets.
@@ -288,20 +273,22 @@ __global__ void __launch_bounds__(kTileThreads) k_chunk_encode(const ChunkArgs<T
         const uint64_t at = a.ntiles * kTileFlagBytes + 16 * ((uint64_t)before.x + rank);
         if (at + 16 <= a.room) store16(a.pay + at, block);
     }
-    // Escapes and exceptions in index order (the block scans only in tiles that have some).
-    if (count.y) {
+    // Escapes and exceptions in index order (the block scans only in tiles that have some): the index of the thread's
+    // first among all, from the tile's offset and a block scan of the threads' bits.
+    auto first_index = [&](uint32_t tile_offset, uint32_t bits) {
         uint32_t rank, total;
-        Scan(scan_tmp).ExclusiveSum((uint32_t)__popc(escaped), rank, total);
-        uint64_t at = (uint64_t)before.y + rank;
+        Scan(scan_tmp).ExclusiveSum((uint32_t)__popc(bits), rank, total);
+        __syncthreads();  // scan_tmp may be used again
+        return (uint64_t)tile_offset + rank;
+    };
+    if (count.y) {
+        uint64_t at = first_index(before.y, escaped);
 #pragma unroll
         for (int k = 0; k < 8; ++k)
             if ((escaped >> k) & 1) a.esc_list[at++] = a.escd[e + k];
-        __syncthreads();  // scan_tmp again below
     }
     if (count.z) {
-        uint32_t rank, total;
-        Scan(scan_tmp).ExclusiveSum((uint32_t)__popc(m8), rank, total);
-        uint64_t at = (uint64_t)before.z + rank;
+        uint64_t at = first_index(before.z, m8);
 #pragma unroll
         for (int k = 0; k < 8; ++k)
             if ((m8 >> k) & 1) {

@@ -1187,7 +1187,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     // Device-to-device calls of chunk sizes whose payload is 8-byte aligned run the tile stage as one kernel that
     // reads the caller's stream (chunk_decode.cuh); the others copy the payload into an aligned buffer first.
     const bool chunk = chunk_paths_enabled() && src_on_device && dst_on_device && !own_out && !raw &&
-                       n <= kChunkDecodeMaxValues && reinterpret_cast<uintptr_t>(src_payload) % 8 == 0;
+                       n <= kChunkMaxValues && reinterpret_cast<uintptr_t>(src_payload) % 8 == 0;
     auto carve = [&](Carver &cv) {
         if (chunk) {
             b.cw = cv.take<ChunkDecodeWords>(1);

@@ -188,11 +188,20 @@ __device__ __forceinline__ void sum_tile_counts(const TileCounts &wc, uint64_t t
     counts[t] = c;
 }
 
+// What store_tile_parts leaves the calling thread: its 16-byte block of the shuffled tile and its warp's flag word.
+struct TileBlock {
+    uint4 block;
+    uint32_t flag_word;
+};
+
 // store_tile without the counts' sum: the warps' parts are in wc once a barrier has passed after the call. One
 // barrier; a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
-__device__ __forceinline__ void store_tile_parts(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
-                                                 uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
-                                                 TileCounts &wc) {
+// Dense = false: no store into dense (the chunk encoder writes the blocks at their final place itself, from the
+// returned TileBlock).
+template <bool Dense = true>
+__device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
+                                                      uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
+                                                      TileCounts &wc) {
     __shared__ uint4 tile4[kTileWords / 4];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
     const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
@@ -210,11 +219,12 @@ __device__ __forceinline__ void store_tile_parts(const uint32_t (&w)[4], uint32_
     const uint4 b = tile4[j];
     const bool nz = any_bits(b);
     const uint32_t fw = __ballot_sync(kFullMask, nz);
-    if (nz) dense[t * 256 + j] = b;
+    if (Dense && nz) dense[t * 256 + j] = b;
     if (lane == 0) {
         flags[t * kTileFlagWords + warp] = fw;
         wc.nnz[warp] = __popc(fw);
     }
+    return TileBlock{b, fw};
 }
 
 // The end of a tile kernel (encode.cuh's k_encode, interp_gpu.cuh's k_code_tiles), one block of 256 threads per

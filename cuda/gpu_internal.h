@@ -148,6 +148,8 @@ bool graphs_enabled();
 // unset, kChunkPathsByDefault. Off by default until they have passed the GPU tests on a device (bench/NOTES.md 116).
 // Read on every call, so that a test can switch it.
 constexpr bool kChunkPathsByDefault = false;
+// The arrays they take: up to 2^26 values (256 MB of f32, as kGraphMaxBytes).
+constexpr uint64_t kChunkMaxValues = uint64_t(1) << 26;
 inline bool chunk_paths_enabled() {
     const char *e = std::getenv("ZBOUND_GPU_CHUNK");
     if (!e || !*e) return kChunkPathsByDefault;

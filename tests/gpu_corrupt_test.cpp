@@ -13,19 +13,6 @@
 
 namespace {
 
-// A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
-template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
-    auto v = zbt::smooth_field<T>(dims, 0.01, seed, 5.0);
-    std::mt19937 rng(seed);
-    for (size_t i = 0; i < v.size(); i += 1 + rng() % 200) v[i] += (T)(((rng() & 1) ? 1 : -1) * 90.0);
-    for (size_t i = 0; i < v.size(); i += 1 + rng() % 500) {
-        const size_t len = 1 + rng() % 40;
-        const T val = (rng() & 1) ? std::numeric_limits<T>::quiet_NaN() : (T)1e30;
-        for (size_t j = i; j < std::min(v.size(), i + len); ++j) v[j] = val;
-    }
-    return v;
-}
-
 zb_params lorenzo_params(zb_encoder encoder) {
     zb_params p = zb_params_default();
     p.predictor = ZB_PRED_LORENZO;
@@ -37,7 +24,7 @@ zb_params lorenzo_params(zb_encoder encoder) {
 
 template <typename T>
 void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials, zb_encoder encoder = ZB_ENC_FAST) {
-    const auto data = busy_field<T>(dims, seed);
+    const auto data = gput::busy_field<T>(dims, seed);
     zb_params p = lorenzo_params(encoder);
     p.mode = ZB_MODE_ABS;
     p.bound = 1e-3;
@@ -151,8 +138,8 @@ template <typename T> void lorenzo_ratio_targeted(const std::vector<T> &data, co
 
 TEST(GpuCorrupt, LorenzoRatioTargetedErrors) {
     ZB_REQUIRE_GPU();
-    lorenzo_ratio_targeted(busy_field<float>({97, 131}, 7), {97, 131});
-    lorenzo_ratio_targeted(busy_field<double>({9, 10, 300}, 8), {9, 10, 300});
+    lorenzo_ratio_targeted(gput::busy_field<float>({97, 131}, 7), {97, 131});
+    lorenzo_ratio_targeted(gput::busy_field<double>({9, 10, 300}, 8), {9, 10, 300});
     // One step: exactly one escape, so "one fewer" leaves an escape code in a stream without escapes.
     auto step = zbt::smooth_field<float>({30000}, 0.0, 9, 0.0);
     for (size_t i = 15000; i < step.size(); ++i) step[i] += 50.0f;
@@ -164,7 +151,7 @@ TEST(GpuCorrupt, LorenzoRatioTargetedErrors) {
 TEST(GpuCorrupt, TargetedErrors) {
     ZB_REQUIRE_GPU();
     const std::vector<size_t> dims{1000};  // one tile, codes 1000..2047 are padding
-    auto data = busy_field<float>(dims, 9);
+    auto data = gput::busy_field<float>(dims, 9);
     const zb_params p = lorenzo_params(ZB_ENC_FAST);
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
     ASSERT_EQ(good.status, ZB_OK);

@@ -18,6 +18,19 @@
 
 namespace gput {
 
+// A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
+template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
+    auto v = zbt::smooth_field<T>(dims, 0.01, seed, 5.0);
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 200) v[i] += (T)(((rng() & 1) ? 1 : -1) * 90.0);
+    for (size_t i = 0; i < v.size(); i += 1 + rng() % 500) {
+        const size_t len = 1 + rng() % 40;
+        const T val = (rng() & 1) ? std::numeric_limits<T>::quiet_NaN() : (T)1e30;
+        for (size_t j = i; j < std::min(v.size(), i + len); ++j) v[j] = val;
+    }
+    return v;
+}
+
 // Recomputes the payload checksum and the header CRC of a stream whose header still parses (structure intact),
 // so that a modification reaches the decoders' own consistency checks; false when the header does not parse.
 inline bool reseal_parsed(std::vector<uint8_t> &s) {
