@@ -50,24 +50,32 @@ struct RowScratch {
     uint64_t count;
 };
 
-// The threads' row buffers for rows of up to `row_points` points, each thread's part in whole cache lines of its own.
+// The threads' row buffers for rows of up to `row_points` points. Each thread's predictions and codes lie in 4 KiB
+// pages of their own. With the parts only cache lines apart (in whole lines each, so no line was shared), the
+// interp decoder's last level took about as long on two threads as on one on the 2-core VM (TREFHT 64 MB, stride 1:
+// 25 ms on one thread, 21-23 on two; in pages of their own 12.8-12.9; bench/NOTES.md 119). Most likely a core's
+// prefetchers, which run ahead within a page, kept pulling in lines that the other thread was writing row after row.
 class RowBuffers {
 public:
     RowBuffers(int threads, int64_t row_points)
-        : part_((row_points + 15) / 16 * 16), preds_((size_t)(threads * part_ + 8)),
-          codes_((size_t)(threads * part_ + 16)) {}
+        : pred_bytes_(round_up(row_points * (int64_t)sizeof(double) + kSpare)),
+          part_(page_up(pred_bytes_ + round_up(row_points * (int64_t)sizeof(int32_t) + kSpare))),
+          bytes_((size_t)(threads * part_ + kPage)) {}
     RowScratch scratch(int t) {
-        return {line_aligned(preds_.data()) + t * part_, line_aligned(codes_.data()) + t * part_, 0};
+        uint8_t *part = page_aligned(bytes_.data()) + t * part_;
+        return {reinterpret_cast<double *>(part), reinterpret_cast<int32_t *>(part + pred_bytes_), 0};
     }
 
 private:
-    // The first address at or after p on a 64-byte boundary (each vector has 64 bytes to spare).
-    template <typename V> static V *line_aligned(V *p) {
-        return reinterpret_cast<V *>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+    static constexpr int64_t kLine = 64, kPage = 4096;
+    static constexpr int64_t kSpare = 64;   // a vector's width past a row's last point (masked loads stay inside)
+    static int64_t round_up(int64_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
+    static int64_t page_up(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+    static uint8_t *page_aligned(uint8_t *p) {
+        return reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~uintptr_t(kPage - 1));
     }
-    int64_t part_;
-    std::vector<double> preds_;
-    std::vector<int32_t> codes_;
+    int64_t pred_bytes_, part_;
+    std::vector<uint8_t> bytes_;
 };
 
 // The threads for `points` points in `units` independent units (rows or planes): the whole team (team_threads) where
