@@ -145,8 +145,9 @@ private:
 bool graphs_enabled();
 
 // The chunk paths of device calls (chunk_encode.cuh, chunk_decode.cuh): ZBOUND_GPU_CHUNK=1 turns them on, 0 off;
-// unset, kChunkPathsByDefault. Off by default until they have passed the GPU tests on a device (bench/NOTES.md 116).
-// Read on every call, so that a test can switch it.
+// unset, kChunkPathsByDefault. Off: on an H100 they give the general paths' bytes and values (GpuDeviceApi.Chunk*,
+// memcheck clean) but are no faster at 4 MB and slower at 16 and 64 MB (bench/NOTES.md 120). Read on every call, so
+// that a test can switch it.
 constexpr bool kChunkPathsByDefault = false;
 // The arrays they take: up to 2^26 values (256 MB of f32, as kGraphMaxBytes).
 constexpr uint64_t kChunkMaxValues = uint64_t(1) << 26;
