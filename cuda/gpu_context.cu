@@ -121,7 +121,8 @@ std::unique_ptr<Context> make_context(int dev) {
         ZB_CUDA(cudaEventCreateWithFlags(&c->pinned_done[i], cudaEventDisableTiming));
     }
     c->pinned_bytes = kPinnedBytes;
-    ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocDefault));
+    ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocMapped));
+    ZB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&c->host_small_mapped), c->host_small, 0));
     for (auto &ev : c->timer) ZB_CUDA(cudaEventCreate(&ev));
     for (auto &bs : c->branch_stream) ZB_CUDA(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking));
     for (auto &ev : c->branch_event) ZB_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -284,6 +285,25 @@ void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream
         ZB_CUDA(cudaMemcpyAsync(dst + off, c.pinned[slot], len, cudaMemcpyHostToDevice, s));
         ZB_CUDA(cudaEventRecord(c.pinned_done[slot], s));
     }
+}
+
+namespace {
+__global__ void k_words_to_host(const uint32_t *src, uint32_t words, uint32_t *dst) {
+    for (uint32_t i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
+}
+}  // namespace
+
+void result_to_host(const Context &c, const void *d_src, size_t bytes, size_t at, cudaStream_t q) {
+    if (bytes % 4 || at % 4 || at + bytes > kHostSmallBytes) fail(ZB_ERR_INTERNAL, "result_to_host: bad extent");
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    ZB_CUDA(cudaStreamIsCapturing(q, &capture));
+    if (capture != cudaStreamCaptureStatusActive) {
+        ZB_CUDA(cudaMemcpyAsync(c.host_small + at, d_src, bytes, cudaMemcpyDeviceToHost, q));
+        return;
+    }
+    k_words_to_host<<<1, 32, 0, q>>>(static_cast<const uint32_t *>(d_src), (uint32_t)(bytes / 4),
+                                     reinterpret_cast<uint32_t *>(c.host_small_mapped + at));
+    ZB_LAUNCHED("k_words_to_host");
 }
 
 // The reverse: the DMAs of up to kStagingSlots pieces run ahead of the host copies out of the slots (normal stores:
