@@ -182,8 +182,8 @@ struct Context {
     // The fraction of exceptions among the values of this context's last device-side fast encode: the next one
     // sizes its exception stage for that many (encode.cuh, exception_cap).
     double exception_fraction = 0;
-    // Small pinned scratch (kHostSmallBytes) for device-to-host results: error word, totals or a header in the first
-    // kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
+    // Small pinned scratch (kHostSmallBytes, mapped) for device-to-host results: error word, totals or a header in the
+    // first kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
     uint8_t *host_small = nullptr;
     uint8_t *host_small_mapped = nullptr;  // host_small as kernels address it (result_to_host)
     // The last fast-layout device-to-device decompression on this context: a call on the same buffers decodes with
