@@ -121,8 +121,15 @@ std::unique_ptr<Context> make_context(int dev) {
         ZB_CUDA(cudaEventCreateWithFlags(&c->pinned_done[i], cudaEventDisableTiming));
     }
     c->pinned_bytes = kPinnedBytes;
-    ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocMapped));
-    ZB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&c->host_small_mapped), c->host_small, 0));
+    // Mapped where the device can (result_to_host); else plain pinned memory, and results come back by copies.
+    if (cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostGetDevicePointer(reinterpret_cast<void **>(&c->host_small_mapped), c->host_small, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (c->host_small) (void)cudaFreeHost(c->host_small);
+        c->host_small = nullptr;
+        c->host_small_mapped = nullptr;
+        ZB_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&c->host_small), kHostSmallBytes, cudaHostAllocDefault));
+    }
     for (auto &ev : c->timer) ZB_CUDA(cudaEventCreate(&ev));
     for (auto &bs : c->branch_stream) ZB_CUDA(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking));
     for (auto &ev : c->branch_event) ZB_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -297,7 +304,7 @@ void result_to_host(const Context &c, const void *d_src, size_t bytes, size_t at
     if (bytes % 4 || at % 4 || at + bytes > kHostSmallBytes) fail(ZB_ERR_INTERNAL, "result_to_host: bad extent");
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     ZB_CUDA(cudaStreamIsCapturing(q, &capture));
-    if (capture != cudaStreamCaptureStatusActive) {
+    if (capture != cudaStreamCaptureStatusActive || !c.host_small_mapped) {
         ZB_CUDA(cudaMemcpyAsync(c.host_small + at, d_src, bytes, cudaMemcpyDeviceToHost, q));
         return;
     }

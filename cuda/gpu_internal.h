@@ -185,7 +185,7 @@ struct Context {
     // Small pinned scratch (kHostSmallBytes, mapped) for device-to-host results: error word, totals or a header in the
     // first kHostCrcOffset bytes, piece CRCs (HostCrcs) after them.
     uint8_t *host_small = nullptr;
-    uint8_t *host_small_mapped = nullptr;  // host_small as kernels address it (result_to_host)
+    uint8_t *host_small_mapped = nullptr;  // host_small as kernels address it (result_to_host); null: not mapped
     // The last fast-layout device-to-device decompression on this context: a call on the same buffers decodes with
     // its header before its own has reached the host, and keeps the result where the header is the same (gpu_ops.cu,
     // decompress_on_device).
