@@ -408,7 +408,7 @@ LayoutResult encode_chunk(Context &c, const zb_params &p, const Shape &shape, co
         piece_crcs_seal_at(c, a.pay, raw_bytes, raw_bytes / 8, &w->payload_len, &w->status, a.crcs, &w->crc_ticket,
                            a.hdr, kFastHeaderBytes, q);
         timer.end();
-        result_to_host(c, &w->result, sizeof(LayoutResult), 0, q);
+        result_to_host(c, &w->result, sizeof(LayoutResult), q);
     };
 
     // Repeated calls (the same buffers, shape and parameters) as one graph, as the general path's.

@@ -1295,7 +1295,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             br.join(1);
             if (!chunk) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
         }
-        result_to_host(c, b.err, 4, 0, q);  // the error word into err_host (host_small at 0)
+        result_to_host(c, b.err, 4, q);  // the error word into err_host
     };
 
     // A device-to-device call that repeats (same buffers and header) runs as one graph: a chunk-sized call is a

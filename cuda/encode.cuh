@@ -1558,7 +1558,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         piece_crcs_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, q);
         timer.end();
         seal_header(c, b.crcs, &w->payload_len, &w->status, b.hdr, fast_hb, q);
-        result_to_host(c, &w->result, sizeof(LayoutResult), 0, q);
+        result_to_host(c, &w->result, sizeof(LayoutResult), q);
     };
     auto wait_for_words = [&] {
         ZB_CUDA(cudaStreamSynchronize(s));

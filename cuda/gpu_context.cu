@@ -300,16 +300,16 @@ __global__ void k_words_to_host(const uint32_t *src, uint32_t words, uint32_t *d
 }
 }  // namespace
 
-void result_to_host(const Context &c, const void *d_src, size_t bytes, size_t at, cudaStream_t q) {
-    if (bytes % 4 || at % 4 || at + bytes > kHostSmallBytes) fail(ZB_ERR_INTERNAL, "result_to_host: bad extent");
+void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q) {
+    if (bytes % 4 || bytes > kHostCrcOffset) fail(ZB_ERR_INTERNAL, "result_to_host: bad size");
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     ZB_CUDA(cudaStreamIsCapturing(q, &capture));
     if (capture != cudaStreamCaptureStatusActive || !c.host_small_mapped) {
-        ZB_CUDA(cudaMemcpyAsync(c.host_small + at, d_src, bytes, cudaMemcpyDeviceToHost, q));
+        ZB_CUDA(cudaMemcpyAsync(c.host_small, d_src, bytes, cudaMemcpyDeviceToHost, q));
         return;
     }
     k_words_to_host<<<1, 32, 0, q>>>(static_cast<const uint32_t *>(d_src), (uint32_t)(bytes / 4),
-                                     reinterpret_cast<uint32_t *>(c.host_small_mapped + at));
+                                     reinterpret_cast<uint32_t *>(c.host_small_mapped));
     ZB_LAUNCHED("k_words_to_host");
 }
 

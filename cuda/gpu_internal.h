@@ -230,12 +230,12 @@ bool try_context(std::string *why);
 void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream_t s);
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
 
-// Queues on q a copy of a small device result (`bytes`: a multiple of 4) into the context's host_small at byte offset
-// `at`; the host reads it after synchronizing with q. Into a graph being captured on q: a one-warp kernel that writes
+// Queues on q a copy of a small device result (`bytes`: a multiple of 4, at most kHostCrcOffset) to the start of the
+// context's host_small; the host reads it after synchronizing with q. Into a graph being captured on q: a one-warp kernel that writes
 // through the pinned buffer's mapping. A device-to-host copy node after kernels let the host's wait end only at steps
 // of about 8.2 us (H100), whatever the kernels took; a kernel's stores are there when it ends (NOTES 122). Outside a
 // capture a copy, as there the extra launch's host time (about 3 us) cost more than the step.
-void result_to_host(const Context &c, const void *d_src, size_t bytes, size_t at, cudaStream_t q);
+void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q);
 
 // Queues queue(stream) for stream s as a graph from the context's cache: replayed when the key is cached, captured
 // (and cached) when the key was seen once before. Returns false, having queued nothing, for a key seen the first time
