@@ -12,10 +12,10 @@
 // a 14 us CRC kernel (ncu, H200, caches not flushed); 16-byte slices combined in a tree spread it over the GPU: 9 us.
 // At 1 GB, 256-byte slices keep the shifts few per byte (0.11 ms for 125 MB).
 //
-// The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc and k_seal_header, one block each,
-// compute it on the device (small_block_crc: plain loops, as these kernels run cold once per call), so that neither
-// the encoder (which seals the header in device memory) nor the decoder (which compares) waits for the piece CRCs on
-// the host.
+// The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc (one block) and the last block of
+// k_piece_crc_last compute it on the device (small_block_crc: plain loops, as this work runs cold once per call), so
+// that neither the encoder (which seals the header in device memory) nor the decoder (which compares) waits for the
+// piece CRCs on the host.
 #include <algorithm>
 #include <vector>
 #include "gpu_internal.h"
@@ -161,10 +161,10 @@ __device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bs
     return block_combine(raw, n, tab + 1024, warp_raw, warp_len);
 }
 
-// The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the kernels that run once per call in
-// one block (k_seal_header, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
+// The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the work that runs once per call in one
+// block (seal_header_block, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
 // 4-byte aligned). On block_tree_crc's unrolled slices those kernels had 6100 and 4600 instructions and the seal took
-// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Loads from the L2 (__ldcg): k_piece_crc_seal's
+// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Loads from the L2 (__ldcg): k_piece_crc_last's
 // last block reads piece CRCs that other blocks of the same launch wrote. Contains barriers: call it from every thread
 // of the block.
 __device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, const uint32_t *tab,
@@ -208,17 +208,12 @@ __device__ __forceinline__ void block_piece_crcs(const uint8_t *__restrict__ dat
 
 // Piece CRCs, S bytes per thread (S = 16, 64 or 256: small payloads spread over the whole GPU, large ones keep the
 // work per byte low), blocks of 256 S bytes, each inside one piece (block_piece_crcs).
-// d_len, d_status (device words, or nullptr): the length read on the device, and nothing done unless *d_status is 0
-// (piece_crcs_at: a payload laid out on the device).
 template <int S>
 __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
-            uint32_t *__restrict__ out, const uint64_t *__restrict__ d_len, const uint64_t *__restrict__ d_status) {
+            uint32_t *__restrict__ out) {
     __shared__ uint32_t tab[kCrcWords];
     __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    if (d_status && *d_status) return;
-    if (d_len) len = *d_len;
-    if ((uint64_t)blockIdx.x * kCrcThreads * S >= len) return;  // the whole block
     load_tables(tab, tables_g);
     block_piece_crcs<S>(data, len, tab, warp_raw, warp_len, out);
 }
@@ -285,18 +280,6 @@ __device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint
     }
 }
 
-// One block: seal_header_block for a payload of *d_len bytes; nothing unless *d_status is 0.
-__global__ void __launch_bounds__(kCrcThreads)
-k_seal_header(const uint32_t *__restrict__ crcs, const uint64_t *__restrict__ d_len,
-              const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint8_t *__restrict__ hdr,
-              uint32_t hb) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    if (*d_status) return;
-    load_tables(tab, tables_g);
-    seal_header_block(crcs, *d_len, tab, warp_raw, warp_len, hdr, hb);
-}
-
 // The piece CRCs and the payload checksum in one launch (a graph node less in a chunk-sized call): every block takes a
 // ticket once its share of the piece CRCs is xored in, and the last one to do so finishes: with hdr, it seals the
 // header (the encoder, seal_header_block); without, it compares the checksum with `expected` and sets errbit in *err
@@ -340,18 +323,15 @@ int slice_for(const Context &c, uint64_t len) {
     return len / 256 >= want ? 256 : len / 64 >= want ? 64 : 16;
 }
 
-// len: the payload's length, or with d_len its bound; the grid covers likely_len (at least two blocks per SM), and
-// its blocks take the rest in turn.
-void launch_piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint64_t likely_len, int slice,
-                       uint32_t *d_out, const uint64_t *d_len, const uint64_t *d_status, cudaStream_t s) {
+// A block per 256 S bytes of the payload.
+void launch_piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s) {
     ZB_CUDA(cudaMemsetAsync(d_out, 0, 4 * piece_count(len), s));
+    const int slice = slice_for(c, len);
     const uint64_t per_block = (uint64_t)kCrcThreads * slice;
-    const uint64_t most = (len + per_block - 1) / per_block;
-    const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
-    const unsigned grid = (unsigned)std::min(most, likely);
-    if (slice == 256) k_piece_crc<256><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
-    else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
-    else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out, d_len, d_status);
+    const unsigned grid = (unsigned)((len + per_block - 1) / per_block);
+    if (slice == 256) k_piece_crc<256><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
+    else if (slice == 64) k_piece_crc<64><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
+    else k_piece_crc<16><<<grid, kCrcThreads, 0, s>>>(payload, len, c.d_crc, d_out);
     ZB_LAUNCHED("k_piece_crc");
 }
 
@@ -400,13 +380,7 @@ void init_crc_tables(Context &c) {
 
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s) {
     if (!len) return;
-    launch_piece_crcs(c, payload, len, len, slice_for(c, len), d_out, nullptr, nullptr, s);
-}
-
-void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
-                   const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_out, cudaStream_t s) {
-    if (!max_len) return;
-    launch_piece_crcs(c, payload, max_len, likely_len, slice_for(c, likely_len), d_out, d_len, d_status, s);
+    launch_piece_crcs(c, payload, len, d_out, s);
 }
 
 void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
@@ -424,12 +398,6 @@ void piece_crcs_check(const Context &c, const uint8_t *payload, uint64_t len, ui
     }
     launch_piece_crc_last(c, payload, len, len, nullptr, nullptr, d_crcs, ticket, 0u,
                           CrcFinish{nullptr, 0, expected, errbit, d_err}, s);
-}
-
-void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,
-                 uint8_t *d_header, size_t header_bytes, cudaStream_t s) {
-    k_seal_header<<<1, kCrcThreads, 0, s>>>(d_crcs, d_len, d_status, c.d_crc, d_header, (uint32_t)header_bytes);
-    ZB_LAUNCHED("k_seal_header");
 }
 
 void seal_payload_crc(const Context &c, const uint32_t *d_crcs, uint64_t len, uint8_t *d_field, cudaStream_t s) {

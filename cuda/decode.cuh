@@ -1110,9 +1110,13 @@ struct LorenzoInverse {
 
 // The payload into the decoder's aligned buffer inside a graph (a copy node would keep the caller's allocation it
 // was captured with: queue_as_graph). 8-byte words where the source allows (a header of 216 bytes leaves the payload
-// of a 16-byte aligned stream 8-byte aligned), else bytes.
-__global__ void k_copy_in(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, uint64_t len) {
+// of a 16-byte aligned stream 8-byte aligned), else bytes. It also zeroes the error word and the `zero_words` words
+// at zero (the piece CRCs and their ticket), which would otherwise take two memset nodes, one of them on the path.
+__global__ void k_copy_in(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, uint64_t len,
+                          uint32_t *__restrict__ err, uint32_t *__restrict__ zero, uint64_t zero_words) {
     const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (uint64_t)gridDim.x * blockDim.x;
+    if (first == 0) *err = 0;
+    for (uint64_t i = first; i < zero_words; i += stride) zero[i] = 0;
     uint64_t done = 0;
     if ((reinterpret_cast<uintptr_t>(src) & 7) == 0) {
         const uint64_t words = len / 8;
@@ -1184,6 +1188,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         uint8_t *zero_end;                   // the end of what the chunk path's memset zeroes
     } b{};
     const bool own_out = !dst_on_device || !dst_aligned;
+    const uint64_t crc_words = verify_crc ? piece_count(len) + 1 : 0;  // the general path's crcs and ticket
     // Device-to-device calls of chunk sizes whose payload is 8-byte aligned run the tile stage as one kernel that
     // reads the caller's stream (chunk_decode.cuh); the others copy the payload into an aligned buffer first.
     const bool chunk = chunk_paths_enabled() && src_on_device && dst_on_device && !own_out && !raw &&
@@ -1208,7 +1213,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             b.payload = cv.take<uint8_t>(len + 16);
             b.err = cv.take<uint32_t>(1);
         }
-        if (!chunk) b.crcs = cv.take<uint32_t>(verify_crc ? piece_count(len) : 0);
+        // The general path's piece CRCs and, after them, piece_crcs_check's ticket (zeroed together).
+        if (!chunk) b.crcs = cv.take<uint32_t>(crc_words);
         b.out = own_out ? cv.take<T>(n) : nullptr;
         if (raw) return;
         b.cnt = cv.take<uint32_t>(chunk ? 0 : ntiles);
@@ -1232,25 +1238,26 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             ZB_CUDA(cudaMemsetAsync(b.cw, 0, b.zero_end - reinterpret_cast<uint8_t *>(b.cw), q));
         } else if (capturing) {
             const unsigned grid = std::min(grid_for(div_up(len, 8), 256), 8u * (unsigned)c.sm_count);
-            k_copy_in<<<grid, 256, 0, q>>>(src_payload, b.payload, len);
+            k_copy_in<<<grid, 256, 0, q>>>(src_payload, b.payload, len, b.err, b.crcs, crc_words);
             ZB_LAUNCHED("k_copy_in");
         } else if (src_on_device) {
             if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, q));
         } else {
             upload(c, b.payload, src_payload, len, q);
         }
-        if (!chunk) ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
+        const bool zeroed = chunk || capturing;  // the error word, piece CRCs and ticket (k_copy_in or the memset)
+        if (!zeroed) ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
 
         // In a graph the checksum runs on a branch of its own beside the decoding, joined before its check.
         GraphBranches br(c, q, capturing);
         if (verify_crc) {
             br.fork(1);
             timer.begin("crc");
-            if (chunk)  // the piece CRCs and the comparison in one kernel, its crcs zeroed with the chunk's words
-                piece_crcs_check(c, pay, len, b.crcs, &b.cw->crc_ticket, h.payload_crc, b.err, kErrPayloadCrc,
-                                 br.stream(0));
-            else
-                piece_crcs(c, pay, len, b.crcs, br.stream(0));
+            // The piece CRCs and the comparison in one kernel: its crcs and ticket zeroed with the chunk path's
+            // words, by k_copy_in, or by a memset on the branch.
+            uint32_t *ticket = chunk ? &b.cw->crc_ticket : b.crcs + piece_count(len);
+            if (!zeroed) ZB_CUDA(cudaMemsetAsync(b.crcs, 0, 4 * crc_words, br.stream(0)));
+            piece_crcs_check(c, pay, len, b.crcs, ticket, h.payload_crc, b.err, kErrPayloadCrc, br.stream(0));
             timer.end();
         }
         if (raw) {
@@ -1291,10 +1298,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         // Payload checksum compared on the device, the error word back to the host; the values only once they are
         // known to be good.
         timer.mark("launched");
-        if (verify_crc) {
-            br.join(1);
-            if (!chunk) check_payload_crc(c, b.crcs, len, h.payload_crc, b.err, kErrPayloadCrc, q);
-        }
+        if (verify_crc) br.join(1);
         result_to_host(c, b.err, 4, q);  // the error word into err_host
     };
 

@@ -70,6 +70,7 @@ struct EncodeWords {
     uint64_t off[kFastSegmentCount], len[kFastSegmentCount];  // k_fast_layout
     uint64_t payload_len;
     uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
+    uint32_t crc_ticket;  // k_piece_crc_last's tickets: ~0u from k_fast_layout
     LayoutResult result;  // k_fast_layout: what the host reads back
 };
 
@@ -1035,11 +1036,14 @@ __device__ __forceinline__ void put_fast_header_fields(uint8_t *__restrict__ hdr
 // Thread 0: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
 // raw-passthrough and capacity decisions (w->status). For a stream to be written, the block then copies the header
 // tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are sealed last
-// (seal_header). kcap: the exceptions the exception stage had room for.
+// (piece_crcs_seal_at), for which the block zeroes the payload's piece CRCs (crcs) and sets the ticket: no memset
+// node before that kernel. kcap: the exceptions the exception stage had room for. host_result (result_mapping, or
+// nullptr): the result for the host written there too, so that no node after the stream's writers has to.
 __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t value_bytes, uint64_t kcap,
                               uint64_t raw_bytes, uint64_t capacity, int rel, FastHeaderBytes tmpl,
-                              uint8_t *__restrict__ hdr) {
-    __shared__ uint64_t status;
+                              uint8_t *__restrict__ hdr, uint32_t *__restrict__ crcs,
+                              LayoutResult *__restrict__ host_result) {
+    __shared__ uint64_t status, pieces;
     FastCounts fc{};
     uint64_t len[kFastSegmentCount];
     uint8_t flags = 0;
@@ -1065,16 +1069,21 @@ __global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t 
             status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
         }
         w->status = status;
+        w->crc_ticket = ~0u;
+        pieces = div_up(payload_len, (uint64_t)kChecksumPiece);
         // What the host reads back, every word written on every call (it copies this part only).
-        LayoutResult &r = w->result;
+        LayoutResult r;
         for (int i = 0; i < 3; ++i) r.totals[i] = w->totals[i];
         r.eb = rel ? w->qp.eb : 0.0;
         r.payload_len = payload_len;
         r.stream_len = stream_len;
         r.status = status;
+        w->result = r;
+        if (host_result) *host_result = r;
     }
     __syncthreads();
     if (status != kLayoutOk) return;
+    for (uint64_t i = threadIdx.x; i < pieces; i += blockDim.x) crcs[i] = 0;
     for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
     __syncthreads();
     if (threadIdx.x != 0) return;
@@ -1422,8 +1431,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const bool rel = p.mode == ZB_MODE_REL;
     const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_range)
 
-    // The header with zero counts and checksums: k_fast_layout (or chunk_tail) writes it with them, seal_header adds
-    // the checksums.
+    // The header with zero counts and checksums: k_fast_layout (or chunk_tail) writes it with them, the last block of
+    // k_piece_crc_last adds the checksums (piece_crcs_seal_at).
     Header h;
     h.version = lorenzo_fast_version(shape);
     h.dtype = dtype;
@@ -1533,7 +1542,9 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                             const unsigned long long *tot) {
         GraphBranches br(c, q, capturing);
         ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer);
-        k_fast_layout<<<1, 64, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr);
+        LayoutResult *host_result = static_cast<LayoutResult *>(result_mapping(c, q));
+        k_fast_layout<<<1, 64, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr,
+                                       b.crcs, host_result);
         ZB_LAUNCHED("k_fast_layout");
         timer.begin("segments");
         br.fork(3);  // the segments are disjoint: code blocks and escapes here, the exception segments beside
@@ -1555,10 +1566,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         timer.end();
         timer.begin("crc");
         const uint64_t likely = known ? before_choice + 16 * tot[0] + 4 * tot[1] : raw_bytes / 8;
-        piece_crcs_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, q);
+        piece_crcs_seal_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, &w->crc_ticket, b.hdr,
+                           fast_hb, q);
         timer.end();
-        seal_header(c, b.crcs, &w->payload_len, &w->status, b.hdr, fast_hb, q);
-        result_to_host(c, &w->result, sizeof(LayoutResult), q);
+        if (!host_result) result_to_host(c, &w->result, sizeof(LayoutResult), q);
     };
     auto wait_for_words = [&] {
         ZB_CUDA(cudaStreamSynchronize(s));

@@ -300,16 +300,22 @@ __global__ void k_words_to_host(const uint32_t *src, uint32_t words, uint32_t *d
 }
 }  // namespace
 
-void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q) {
-    if (bytes % 4 || bytes > kHostCrcOffset) fail(ZB_ERR_INTERNAL, "result_to_host: bad size");
+void *result_mapping(const Context &c, cudaStream_t q) {
+    if (!c.host_small_mapped) return nullptr;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     ZB_CUDA(cudaStreamIsCapturing(q, &capture));
-    if (capture != cudaStreamCaptureStatusActive || !c.host_small_mapped) {
+    return capture == cudaStreamCaptureStatusActive ? c.host_small_mapped : nullptr;
+}
+
+void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q) {
+    if (bytes % 4 || bytes > kHostCrcOffset) fail(ZB_ERR_INTERNAL, "result_to_host: bad size");
+    void *mapped = result_mapping(c, q);
+    if (!mapped) {
         ZB_CUDA(cudaMemcpyAsync(c.host_small, d_src, bytes, cudaMemcpyDeviceToHost, q));
         return;
     }
     k_words_to_host<<<1, 32, 0, q>>>(static_cast<const uint32_t *>(d_src), (uint32_t)(bytes / 4),
-                                     reinterpret_cast<uint32_t *>(c.host_small_mapped));
+                                     static_cast<uint32_t *>(mapped));
     ZB_LAUNCHED("k_words_to_host");
 }
 

@@ -231,11 +231,14 @@ void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream
 void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStream_t s);
 
 // Queues on q a copy of a small device result (`bytes`: a multiple of 4, at most kHostCrcOffset) to the start of the
-// context's host_small; the host reads it after synchronizing with q. Into a graph being captured on q: a one-warp kernel that writes
-// through the pinned buffer's mapping. A device-to-host copy node after kernels let the host's wait end only at steps
+// context's host_small; the host reads it after synchronizing with q. Into a graph being captured on q: a one-warp
+// kernel that writes through the pinned buffer's mapping. A device-to-host copy node after kernels let the host's wait end only at steps
 // of about 8.2 us (H100), whatever the kernels took; a kernel's stores are there when it ends (NOTES 122). Outside a
 // capture a copy, as there the extra launch's host time (about 3 us) cost more than the step.
 void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q);
+// Where a kernel being captured on q can write its result for the host itself (the start of host_small through its
+// mapping: no result_to_host node after it), or nullptr outside a capture or where host_small is not mapped.
+void *result_mapping(const Context &c, cudaStream_t q);
 
 // Queues queue(stream) for stream s as a graph from the context's cache: replayed when the key is cached, captured
 // (and cached) when the key was seen once before. Returns false, having queued nothing, for a key seen the first time
@@ -347,19 +350,12 @@ private:
 void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_out, cudaStream_t s);
 inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
 
-// piece_crcs for a payload laid out on the device: its length is read there (*d_len <= max_len; the grid covers
-// max_len, likely_len picks the slice size, which does not change the result), and nothing is done unless
-// *d_status is 0. d_out needs room for piece_count(max_len) words.
-void piece_crcs_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
-                   const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_out, cudaStream_t s);
-// Completes a header in device memory (header_bytes at d_header, any alignment, written with zeros in its payload
-// checksum and header CRC, the last 8 bytes): the payload checksum from the piece CRCs of a payload of *d_len bytes,
-// then the header CRC. Nothing unless *d_status is 0.
-void seal_header(const Context &c, const uint32_t *d_crcs, const uint64_t *d_len, const uint64_t *d_status,
-                 uint8_t *d_header, size_t header_bytes, cudaStream_t s);
-// piece_crcs_at and seal_header in one launch, whose last block to finish seals the header. d_crcs
-// (piece_count(max_len) words) must be zero and *ticket ~0u when the launch starts (the caller's own kernels and
-// memsets prepare them: no memset node of its own).
+// The piece CRCs of a payload laid out on the device, whose length is read there (*d_len <= max_len; likely_len
+// sizes the grid and picks the slice size, which does not change the result), in one launch whose last block to
+// finish completes the header in device memory (header_bytes at d_header, any alignment, written with zeros in its
+// payload checksum and header CRC, its last 8 bytes): the payload checksum from the piece CRCs, then the header CRC.
+// Nothing is done unless *d_status is 0. d_crcs (piece_count(*d_len) words) must be zero and *ticket ~0u when the
+// launch starts (the caller's own kernels and memsets prepare them: no memset node of its own).
 void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
                         const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
                         uint8_t *d_header, size_t header_bytes, cudaStream_t s);
