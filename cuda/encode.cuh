@@ -14,11 +14,13 @@
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
 //   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap);
 //             chunk-sized arrays in one launch of one block (exceptions_encode_block.cuh)
-//   k_fast_layout: the segment layout from the totals (fast_segment_lengths, as the host's fast_layout), the
-//             raw-passthrough and capacity decisions, the header (the host's template with counts and segment table)
+//   k_fast_layout (or the one-block exception kernel's end): the segment layout from the totals
+//             (fast_segment_lengths, as the host's fast_layout), the raw-passthrough and capacity decisions, the
+//             header (the host's template with counts and segment table), the piece CRCs zeroed
 //   the segments at their final offsets, read on the device: sparse copy of code blocks, escapes, edge and change
 //   masks, run values (into the caller's device buffer, after the header, when it has room for a raw stream);
-//   CRC-32C of each 64 KiB piece; the header sealed (payload checksum, header CRC) -> sync (the layout words)
+//   CRC-32C of each 64 KiB piece, the header sealed (payload checksum, header CRC) by the same kernel's last block
+//   -> sync (the layout words: through host_small's mapping in a graph)
 //   then: a raw-passthrough stream instead, or, with more exceptions than the cap, the exception stage and what
 //   follows once more with their count; host output: download.
 // A device call of up to kGraphMaxBytes that repeats (the same buffers, shape and parameters: a graph key) runs
@@ -1033,62 +1035,74 @@ __device__ __forceinline__ void put_fast_header_fields(uint8_t *__restrict__ hdr
     }
 }
 
-// Thread 0: the stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
-// raw-passthrough and capacity decisions (w->status). For a stream to be written, the block then copies the header
-// tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are sealed last
-// (piece_crcs_seal_at), for which the block zeroes the payload's piece CRCs (crcs) and sets the ticket: no memset
-// node before that kernel. kcap: the exceptions the exception stage had room for. host_result (result_mapping, or
-// nullptr): the result for the host written there too, so that no node after the stream's writers has to.
-__global__ void k_fast_layout(EncodeWords *__restrict__ w, uint64_t n, uint32_t value_bytes, uint64_t kcap,
-                              uint64_t raw_bytes, uint64_t capacity, int rel, FastHeaderBytes tmpl,
-                              uint8_t *__restrict__ hdr, uint32_t *__restrict__ crcs,
-                              LayoutResult *__restrict__ host_result) {
-    __shared__ uint64_t status, pieces;
-    FastCounts fc{};
-    uint64_t len[kFastSegmentCount];
-    uint8_t flags = 0;
-    if (threadIdx.x == 0) {
-        const unsigned long long k = w->totals[2];
-        uint64_t payload_len = 0, stream_len = 0;
-        if (k > kcap) {
-            status = kLayoutOverCap;
-        } else {
-            const bool ex = k != 0;
-            fc = FastCounts{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
-                            ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
-            flags = fast_segment_lengths(fc, len);
-            uint64_t off = 0;
-            for (int i = 0; i < kFastSegmentCount; ++i) {
-                w->off[i] = off;
-                w->len[i] = len[i];
-                off += len[i];
+// The stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
+// raw-passthrough and capacity decisions (w->status), by thread 0. For a stream to be written, the block then copies
+// the header tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are
+// sealed last (piece_crcs_seal_at), for which the block zeroes the payload's piece CRCs (crcs) and sets the ticket:
+// no memset node before that kernel. kcap: the exceptions the exception stage had room for. host_result
+// (result_mapping, or nullptr): the result for the host written there too, so that no node after the stream's
+// writers has to. Run by k_fast_layout, or at the end of the one-block exception kernel (one node less); contains
+// barriers: call it from every thread of the block.
+struct FastLayout {
+    EncodeWords *w;
+    uint64_t n;
+    uint32_t value_bytes;
+    uint64_t kcap, raw_bytes, capacity;
+    int rel;
+    FastHeaderBytes tmpl;
+    uint8_t *hdr;
+    uint32_t *crcs;
+    LayoutResult *host_result;
+
+    __device__ void operator()() const {
+        __shared__ uint64_t status, pieces;
+        FastCounts fc{};
+        uint64_t len[kFastSegmentCount];
+        uint8_t flags = 0;
+        if (threadIdx.x == 0) {
+            const unsigned long long k = w->totals[2];
+            uint64_t payload_len = 0, stream_len = 0;
+            if (k > kcap) {
+                status = kLayoutOverCap;
+            } else {
+                const bool ex = k != 0;
+                fc = FastCounts{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
+                                ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
+                flags = fast_segment_lengths(fc, len);
+                uint64_t off = 0;
+                for (int i = 0; i < kFastSegmentCount; ++i) {
+                    w->off[i] = off;
+                    w->len[i] = len[i];
+                    off += len[i];
+                }
+                payload_len = off;
+                stream_len = kFastHeaderBytes + off;
+                w->payload_len = payload_len;
+                status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
             }
-            payload_len = off;
-            stream_len = kFastHeaderBytes + off;
-            w->payload_len = payload_len;
-            status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
+            w->status = status;
+            w->crc_ticket = ~0u;
+            pieces = div_up(payload_len, (uint64_t)kChecksumPiece);
+            // What the host reads back, every word written on every call (it copies this part only).
+            LayoutResult r;
+            for (int i = 0; i < 3; ++i) r.totals[i] = w->totals[i];
+            r.eb = rel ? w->qp.eb : 0.0;
+            r.payload_len = payload_len;
+            r.stream_len = stream_len;
+            r.status = status;
+            w->result = r;
+            if (host_result) *host_result = r;
         }
-        w->status = status;
-        w->crc_ticket = ~0u;
-        pieces = div_up(payload_len, (uint64_t)kChecksumPiece);
-        // What the host reads back, every word written on every call (it copies this part only).
-        LayoutResult r;
-        for (int i = 0; i < 3; ++i) r.totals[i] = w->totals[i];
-        r.eb = rel ? w->qp.eb : 0.0;
-        r.payload_len = payload_len;
-        r.stream_len = stream_len;
-        r.status = status;
-        w->result = r;
-        if (host_result) *host_result = r;
+        __syncthreads();
+        if (status != kLayoutOk) return;
+        for (uint64_t i = threadIdx.x; i < pieces; i += blockDim.x) crcs[i] = 0;
+        for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
+        __syncthreads();
+        if (threadIdx.x == 0) put_fast_header_fields(hdr, flags, rel, w->qp.eb, fc, w->off, len);
     }
-    __syncthreads();
-    if (status != kLayoutOk) return;
-    for (uint64_t i = threadIdx.x; i < pieces; i += blockDim.x) crcs[i] = 0;
-    for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    put_fast_header_fields(hdr, flags, rel, w->qp.eb, fc, w->off, len);
-}
+};
+
+__global__ void k_fast_layout(FastLayout layout) { layout(); }
 
 // The flag segments of the exception masks (blockIdx.y 0: edges, 1: changes) at their offsets in a stream laid out on
 // the device: the flag words' bytes, or zeros where there are no exceptions (the edge flags are never empty).
@@ -1272,10 +1286,12 @@ template <typename T> struct ExceptionStage {
     // Queues the stage (after carve). d_k: nullptr when k is the count, else the count's device word. ex_totals: 3
     // device words (stored edge blocks, stored change blocks, runs).
     // br: the edge mask on a branch of its own, beside the values and change bits (a graph's parallel nodes).
-    void queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
-               const unsigned long long *d_k, unsigned long long *ex_totals, GraphBranches &br,
-               KernelTimer &timer) const {
-        if (!k) return;
+    // layout (the fast stream's, or nullptr where the caller lays out a stream of its own): run by the one-block
+    // kernel after the stage, in which case queue returns true; else (false) the caller runs it after the stage.
+    bool queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
+               const unsigned long long *d_k, unsigned long long *ex_totals, GraphBranches &br, KernelTimer &timer,
+               const FastLayout *layout = nullptr) const {
+        if (!k) return false;
         const cudaStream_t s = br.main();
         const uint64_t ntiles = code_tiles(n);
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
@@ -1283,10 +1299,11 @@ template <typename T> struct ExceptionStage {
         if (one_block) {
             const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
                                      ex_totals};
-            k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a);
+            if (layout) k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, *layout);
+            else k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, NoTail{});
             ZB_LAUNCHED("k_exceptions_encode_block");
             timer.end();
-            return;
+            return layout != nullptr;
         }
         br.fork(1);
         const cudaStream_t se = br.stream(0);
@@ -1311,6 +1328,7 @@ template <typename T> struct ExceptionStage {
         const ScanTotal t[3] = {{offE, cntE, ng_edge, 1}, {offC, cntC, ng_change, 1}, {offR, cntR, nw_change, 1}};
         scan_totals(t, 3, ex_totals, s);
         timer.end();
+        return false;
     }
 
     // k exceptions (known): carve, queue on s, then wait for the totals. scratch: 3 device words.
@@ -1541,11 +1559,14 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     auto queue_stream = [&](cudaStream_t q, bool capturing, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
                             const unsigned long long *tot) {
         GraphBranches br(c, q, capturing);
-        ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer);
         LayoutResult *host_result = static_cast<LayoutResult *>(result_mapping(c, q));
-        k_fast_layout<<<1, 64, 0, q>>>(w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr,
-                                       b.crcs, host_result);
-        ZB_LAUNCHED("k_fast_layout");
+        const FastLayout layout{w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr, b.crcs,
+                                host_result};
+        if (!ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer,
+                      &layout)) {
+            k_fast_layout<<<1, 64, 0, q>>>(layout);
+            ZB_LAUNCHED("k_fast_layout");
+        }
         timer.begin("segments");
         br.fork(3);  // the segments are disjoint: code blocks and escapes here, the exception segments beside
         ex.write_at(pay, w, br.stream(0), br.stream(1), br.stream(2));

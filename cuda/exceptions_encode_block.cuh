@@ -11,6 +11,8 @@
 // so that write() and write_at() read them as they read the separate launches' output. The block reads the mask
 // words once; it pays where they are few (chunks of up to kExcEncMaxValues values), the separate launches stay for
 // larger arrays and exception counts.
+// In a fast stream's call the kernel then runs the stream's layout (encode.cuh FastLayout, otherwise k_fast_layout):
+// a graph node less.
 #pragma once
 #include "block_sum.cuh"
 #include "gpu_device.cuh"
@@ -68,17 +70,13 @@ __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
     return v;
 }
 
-// x: the values, M: the exception mask words (k_quantize's, zero past n).
+// The stage's work for k exceptions (0 < k <= a.kcap), by the whole block.
 template <typename T>
-__global__ void __launch_bounds__(kExcEncThreads)
-k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
-                          ExcEncodeArgs<typename FloatBits<T>::U> a) {
+__device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
+                                                        const ExcEncodeArgs<typename FloatBits<T>::U> &a, uint64_t k) {
     using U = typename FloatBits<T>::U;
     __shared__ BlockSum<kExcEncThreads> block_sum;
     __shared__ uint64_t warp_edges[kExcEncWarps], warp_exceptions[kExcEncWarps];
-    // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
-    const uint64_t k = a.d_k ? *a.d_k : a.kcap;
-    if (k == 0 || k > a.kcap) return;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     // 1. Warp w takes the edge flag groups [g_begin, g_end) (32 mask blocks each, lane l block 32g + l): the edge
@@ -213,6 +211,25 @@ k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ 
         a.totals[1] = changes_stored;
         a.totals[2] = runs;
     }
+}
+
+// What the kernel runs after the stage where the caller lays out the stream itself.
+struct NoTail {
+    __device__ void operator()() const {}
+};
+
+// x: the values, M: the exception mask words (k_quantize's, zero past n). tail(): run by the whole block at the end
+// (every thread, whatever the count), after the totals are written: the fast stream's layout (encode.cuh
+// FastLayout) or NoTail.
+template <typename T, typename Tail>
+__global__ void __launch_bounds__(kExcEncThreads)
+k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
+                          ExcEncodeArgs<typename FloatBits<T>::U> a, Tail tail) {
+    // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
+    const uint64_t k = a.d_k ? *a.d_k : a.kcap;
+    if (k != 0 && k <= a.kcap) exceptions_encode_block<T>(x, M, a, k);
+    __syncthreads();  // the totals, for the tail
+    tail();
 }
 
 }  // namespace
