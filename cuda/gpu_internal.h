@@ -232,9 +232,9 @@ void download(Context &c, void *h_dst, const void *d_src, size_t bytes, cudaStre
 
 // Queues on q a copy of a small device result (`bytes`: a multiple of 4, at most kHostCrcOffset) to the start of the
 // context's host_small; the host reads it after synchronizing with q. Into a graph being captured on q: a one-warp
-// kernel that writes through the pinned buffer's mapping. A device-to-host copy node after kernels let the host's wait end only at steps
-// of about 8.2 us (H100), whatever the kernels took; a kernel's stores are there when it ends (NOTES 122). Outside a
-// capture a copy, as there the extra launch's host time (about 3 us) cost more than the step.
+// kernel that writes through the pinned buffer's mapping. A device-to-host copy node after kernels let the host's
+// wait end only at steps of about 8.2 us (H100), whatever the kernels took; a kernel's stores are there when it ends
+// (NOTES 122). Outside a capture a copy, as there the extra launch's host time (about 3 us) cost more than the step.
 void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStream_t q);
 // Where a kernel being captured on q can write its result for the host itself (the start of host_small through its
 // mapping: no result_to_host node after it), or nullptr outside a capture or where host_small is not mapped.
