@@ -15,6 +15,7 @@
 #pragma once
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -458,7 +459,6 @@ __global__ void k_segment_apply(uint32_t *__restrict__ q, const uint2 *__restric
 enum class YzMode { kWhole, kSums, kApply, kLookback };
 constexpr int kYzLayers = 4;
 constexpr uint64_t kYzMaxRows = 128;   // 16 warps of 8 rows: a warp's y carry sums at most 15 partial sums
-constexpr uint64_t kYzBlocksPerSm = 4;   // blocks wanted per SM when runs are cut into parts
 
 struct YzShape {
     uint64_t nx, ny, nz, per_segment, col_groups;
@@ -624,10 +624,43 @@ __global__ void k_plane_scan(uint32_t *__restrict__ planes, uint64_t points, uin
     scan_in_place<16>(planes + seg * parts * points + (t - seg * points), parts, points);
 }
 
+// k_yz_prefix's form for rows per thread (4 or 8) and x carries.
+template <typename T, YzMode Mode>
+auto yz_kernel(int rows, bool x_carry) {
+    return rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true, Mode> : k_yz_prefix<T, 4, false, Mode>)
+                     : (x_carry ? k_yz_prefix<T, 8, true, Mode> : k_yz_prefix<T, 8, false, Mode>);
+}
+
+// Blocks of k_yz_prefix (rows per thread, warps per block, x carries) that an SM holds at once: the fewest of the
+// forms that walk parts (sums, apply, look-back), asked of the runtime once per device and shape of block.
+template <typename T>
+int yz_blocks_per_sm(int rows, int warps, bool x_carry) {
+    static std::atomic<int> known[64][2][2][kYzMaxRows / 4 + 1] = {};  // [device][rows 8][x carries][warps]
+    int device = 0;
+    ZB_CUDA(cudaGetDevice(&device));
+    std::atomic<int> &slot = known[device & 63][rows == 8][x_carry][std::min(warps, (int)(kYzMaxRows / 4))];
+    if (const int v = slot.load(std::memory_order_relaxed)) return v;
+    const size_t smem = 2 * kYzLayers * (size_t)warps * 32 * sizeof(uint32_t);
+    int most = 1 << 30;
+    for (const void *kernel : {(const void *)yz_kernel<T, YzMode::kSums>(rows, x_carry),
+                               (const void *)yz_kernel<T, YzMode::kApply>(rows, x_carry),
+                               (const void *)yz_kernel<T, YzMode::kLookback>(rows, x_carry)}) {
+        int b = 0;
+        ZB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, warps * 32, smem));
+        most = std::min(most, b);
+    }
+    most = std::max(most, 1);
+    slot.store(most, std::memory_order_relaxed);
+    return most;
+}
+
 // How k_yz_prefix covers a rank-3 array: it applies with at most kYzMaxRows rows (4 rows per thread up to 64 rows,
-// else 8). Segments are cut into parts until there are kYzBlocksPerSm blocks per SM (at least kYzLayers layers per
-// part). On the H200 a walk over whole segments was faster than the two line passes from 64 blocks of 16 warps
-// (NOTES item 66); with parts, 4 and 16 MB of TREFHT (1 and 4 segments) take 3 launches instead of those passes' 6.
+// else 8). Segments are cut into parts (at least kYzLayers layers each) until their blocks fill the GPU's block slots
+// once (blocks_per_sm, from the kernels' occupancy, times the SMs), and no further: a grid just past a whole number
+// of waves leaves a last wave almost empty (64 MB of TREFHT: 64 runs in 9 parts, 576 blocks of 16 warps on 132 SMs
+// holding 2 each, 3 waves; in 4 parts one wave, decompression 222-224 -> 210-213 us; NOTES 130). On the H200 a walk
+// over whole segments was faster than the two line passes from 64 blocks of 16 warps (NOTES item 66); with parts, 4
+// and 16 MB of TREFHT (1 and 4 segments) take 3 launches instead of those passes' 6.
 // ZBOUND_GPU_YZ_PARTS=N sets the parts (1: whole segments, for tests and comparisons).
 struct YzPlan {
     bool applies = false;
@@ -640,18 +673,25 @@ struct YzPlan {
     }
 };
 
-inline YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const LorenzoSegments &segs) {
+// blocks_per_sm(rows, warps, x_carry): how many blocks of k_yz_prefix (rows per thread, warps per block, x carries)
+// an SM holds at once (yz_blocks_per_sm).
+template <typename BlocksPerSm>
+YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const LorenzoSegments &segs,
+               BlocksPerSm blocks_per_sm) {
     YzPlan p;
     if (ny > kYzMaxRows || (uint64_t)kYzLayers * nx * ny >= (1ull << 31)) return p;
     p.rows = ny <= 64 ? 4 : 8;
     p.warps = div_up(ny, (uint64_t)p.rows);
     p.shape = YzShape{nx, ny, nz, segs.per_segment, div_up(nx, 32), 1, segs.per_segment};
-    const uint64_t runs = segs.count() * p.shape.col_groups, wanted = kYzBlocksPerSm * (uint64_t)c.sm_count;
+    const uint64_t runs = segs.count() * p.shape.col_groups;
     // Parts cost a second read of the codes (the sums pass): worth it only while the whole walk leaves SMs idle
-    // (256 runs on 132 SMs: whole 583 GB/s, 3 parts 465; 64 runs: 9 parts a little ahead; RESULTS, session 26).
-    uint64_t parts = runs >= (uint64_t)c.sm_count
-                         ? 1
-                         : std::min(div_up(wanted, runs), div_up(segs.per_segment, (uint64_t)kYzLayers));
+    // (256 runs on 132 SMs: whole 583 GB/s, 3 parts 465; RESULTS, session 26).
+    uint64_t parts = 1;
+    if (runs < (uint64_t)c.sm_count) {
+        const int per_sm = blocks_per_sm(p.rows, (int)p.warps, tiles_have_x_carries(nx));
+        const uint64_t slots = (uint64_t)std::max(1, per_sm) * (uint64_t)c.sm_count;
+        parts = std::max<uint64_t>(1, std::min(slots / runs, div_up(segs.per_segment, (uint64_t)kYzLayers)));
+    }
     if (const char *e = std::getenv("ZBOUND_GPU_YZ_PARTS"))
         parts = std::max<uint64_t>(1, std::strtoull(e, nullptr, 10));
     p.shape.part_layers = div_up(segs.per_segment, parts);
@@ -664,8 +704,7 @@ inline YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, c
 template <typename T, YzMode Mode>
 void launch_yz_mode(const YzPlan &p, bool x_carry, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out,
                     double twoeb, cudaStream_t s, const YzLookback &lb = YzLookback{}) {
-    auto kernel = p.rows == 4 ? (x_carry ? k_yz_prefix<T, 4, true, Mode> : k_yz_prefix<T, 4, false, Mode>)
-                              : (x_carry ? k_yz_prefix<T, 8, true, Mode> : k_yz_prefix<T, 8, false, Mode>);
+    auto kernel = yz_kernel<T, Mode>(p.rows, x_carry);
     const size_t smem = 2 * kYzLayers * p.warps * 32 * sizeof(uint32_t);
     kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb, lb);
     ZB_LAUNCHED("k_yz_prefix");
@@ -1011,8 +1050,9 @@ struct LorenzoInverse {
     uint32_t *q = nullptr, *first_head = nullptr, *esc_cnt = nullptr, *esc_off = nullptr, *sums = nullptr;
     uint2 *tail = nullptr, *carry = nullptr, *xc = nullptr;
 
-    // segs: the stream's Lorenzo segments along the slowest dim (version 6), else lorenzo_one_segment.
-    void plan(const Context &c, const Shape &shape, const LorenzoSegments &segs) {
+    // segs: the stream's Lorenzo segments along the slowest dim (version 6), else lorenzo_one_segment. T: the values'
+    // type (the y/z walk's occupancy depends on it).
+    template <typename T> void plan(const Context &c, const Shape &shape, const LorenzoSegments &segs) {
         n = shape.n;
         ntiles = code_tiles(n);
         rank = shape.rank;
@@ -1026,7 +1066,7 @@ struct LorenzoInverse {
         // x ny*nx).
         ly = rank == 3 ? make_lines(nz, ny, nx, target) : make_lines(segs.count(), segs.per_segment, nx, target, ny);
         lz = make_lines(segs.count(), segs.per_segment, nx * ny, target, nz);  // read in rank 3 only
-        yz = rank == 3 ? plan_yz(c, nx, ny, nz, segs) : YzPlan{};
+        yz = rank == 3 ? plan_yz(c, nx, ny, nz, segs, yz_blocks_per_sm<T>) : YzPlan{};
         auto sums_needed = [](const Lines &a) { return a.nseg > 1 ? a.outer * a.inner * a.nseg : 0; };
         nsums = yz.applies ? yz.plane_words()
                            : std::max(rank >= 2 ? sums_needed(ly) : 0, rank == 3 ? sums_needed(lz) : 0);
@@ -1172,7 +1212,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     // Lorenzo segments along the slowest dim (version 6): each an array of its own.
     LorenzoInverse li;
     if (!raw)
-        li.plan(c, h.shape, h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape));
+        li.plan<T>(c, h.shape, h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape));
 
     size_t scan_bytes = 0;
     if (!raw) scan_bytes = std::max(li.scan_bytes(s), ex.scan_bytes(s));

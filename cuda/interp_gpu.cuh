@@ -759,7 +759,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     dec::Lines lines[3];
     if (!lorenzo) lattice_lines(lat, (uint64_t)c.sm_count * 2048, lines);
     dec::LorenzoInverse li;
-    if (lorenzo) li.plan(c, h.shape, lorenzo_one_segment(h.shape));
+    if (lorenzo) li.plan<T>(c, h.shape, lorenzo_one_segment(h.shape));
     dec::ExceptionDecoder ex;
     ex.init(n, k, h.runs, h.seg[si.exc0 + 1].length, !lorenzo);
     const size_t scan_bytes = std::max({ex.scan_bytes(s), exclusive_sum_temp_bytes({ntiles, nlat}, s),
