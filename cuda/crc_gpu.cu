@@ -317,10 +317,14 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
     if (threadIdx.x == 0 && pc != fin.expected) atomicOr(fin.err, fin.errbit);
 }
 
-// The largest slice that still gives every SM about 1024 threads for a payload of about len bytes.
+// The slice for a payload of about len bytes. 256 bytes where that still gives every SM about 1024 threads (the
+// fewest table shifts per byte); else 64 bytes from about 128 threads per SM, as a block's tree of shifts costs
+// about what 16-byte slices save in CRC steps (64 MB of TREFHT, 7.8 MB of payload: 34.8 -> 26.7 us compressing, 31.2
+// -> 20.7 decompressing; 2 MB: 19.5 -> 17.9 and 16.4 -> 13.8; NOTES 130); else 16 bytes, small payloads spread over
+// the whole GPU.
 int slice_for(const Context &c, uint64_t len) {
-    const uint64_t want = (uint64_t)c.sm_count * 1024;
-    return len / 256 >= want ? 256 : len / 64 >= want ? 64 : 16;
+    const uint64_t sms = (uint64_t)c.sm_count;
+    return len / 256 >= sms * 1024 ? 256 : len / 64 >= sms * 128 ? 64 : 16;
 }
 
 // A block per 256 S bytes of the payload.
