@@ -15,7 +15,6 @@
 #pragma once
 #include <cub/block/block_scan.cuh>
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -632,26 +631,13 @@ auto yz_kernel(int rows, bool x_carry) {
 }
 
 // Blocks of k_yz_prefix (rows per thread, warps per block, x carries) that an SM holds at once: the fewest of the
-// forms that walk parts (sums, apply, look-back), asked of the runtime once per device and shape of block.
+// forms that walk parts (sums, apply, look-back).
 template <typename T>
 int yz_blocks_per_sm(int rows, int warps, bool x_carry) {
-    static std::atomic<int> known[64][2][2][kYzMaxRows / 4 + 1] = {};  // [device][rows 8][x carries][warps]
-    int device = 0;
-    ZB_CUDA(cudaGetDevice(&device));
-    std::atomic<int> &slot = known[device & 63][rows == 8][x_carry][std::min(warps, (int)(kYzMaxRows / 4))];
-    if (const int v = slot.load(std::memory_order_relaxed)) return v;
     const size_t smem = 2 * kYzLayers * (size_t)warps * 32 * sizeof(uint32_t);
-    int most = 1 << 30;
-    for (const void *kernel : {(const void *)yz_kernel<T, YzMode::kSums>(rows, x_carry),
-                               (const void *)yz_kernel<T, YzMode::kApply>(rows, x_carry),
-                               (const void *)yz_kernel<T, YzMode::kLookback>(rows, x_carry)}) {
-        int b = 0;
-        ZB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, warps * 32, smem));
-        most = std::min(most, b);
-    }
-    most = std::max(most, 1);
-    slot.store(most, std::memory_order_relaxed);
-    return most;
+    return std::min({resident_blocks((const void *)yz_kernel<T, YzMode::kSums>(rows, x_carry), warps * 32, smem),
+                     resident_blocks((const void *)yz_kernel<T, YzMode::kApply>(rows, x_carry), warps * 32, smem),
+                     resident_blocks((const void *)yz_kernel<T, YzMode::kLookback>(rows, x_carry), warps * 32, smem)});
 }
 
 // How k_yz_prefix covers a rank-3 array: it applies with at most kYzMaxRows rows (4 rows per thread up to 64 rows,

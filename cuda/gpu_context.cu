@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 #include "gpu_internal.h"
 #include "zb_cpu.h"
@@ -198,6 +201,20 @@ Pool &pool() {
 int pool_size() {
     static const int v = (int)std::min<long long>(16, std::max<long long>(1, env_integer("ZBOUND_GPU_STREAMS", 8)));
     return v;
+}
+
+int resident_blocks(const void *kernel, int threads, size_t smem) {
+    static std::mutex m;
+    static std::map<std::tuple<const void *, int, int, size_t>, int> known;
+    int device = 0;
+    ZB_CUDA(cudaGetDevice(&device));
+    const auto key = std::make_tuple(kernel, device, threads, smem);
+    std::lock_guard<std::mutex> lock(m);
+    auto it = known.find(key);
+    if (it != known.end()) return it->second;
+    int blocks = 0;
+    ZB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+    return known[key] = std::max(blocks, 1);
 }
 
 bool try_context(std::string *why) {

@@ -205,6 +205,11 @@ struct Context {
 // the first context. The first context is created on first use (thread-safe).
 int pool_size();
 
+// Blocks of `kernel` (threads per block, smem bytes of dynamic shared memory) that one SM of the current device holds
+// at once, at least 1; asked of the runtime once per kernel, device and block shape. A grid sized by a guess of this
+// number can leave a last wave almost empty (NOTES 130).
+int resident_blocks(const void *kernel, int threads, size_t smem = 0);
+
 // Leases a free context, creating one while fewer than pool_size() exist, else waiting for one to be released.
 // Throws Failure when no GPU can be used. Makes the context's device current on the calling thread.
 class ContextLease {
