@@ -388,10 +388,7 @@ LayoutResult encode_chunk(Context &c, const zb_params &p, const Shape &shape, co
         const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
         if (rel) {
             timer.begin("range");
-            const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * kRangeLoads), (uint64_t)c.sm_count * 8);
-            auto range = aligned ? k_range<T, true> : k_range<T, false>;
-            range<<<grid, 256, 0, q>>>(x, n, p.has_fill, p.fill_bits, w->keys, p.bound, &w->qp);
-            ZB_LAUNCHED("k_range");
+            queue_range_kernel(c, x, n, p, w->keys, &w->qp, q);
             timer.end();
         }
         timer.begin("quantize");
