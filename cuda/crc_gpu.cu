@@ -27,7 +27,8 @@ namespace {
 
 constexpr int kCrcThreads = 256;           // per block
 constexpr int kShiftMatrices = 17;         // shifts by 2^0 .. 2^16 bytes
-constexpr int kCrcWords = 4 * 256 + kShiftMatrices * 32;    // copied into each block's shared memory
+constexpr int kMatrixWords = 8 * 16;       // a shift matrix as 8 nibble tables (gf2_apply)
+constexpr int kCrcWords = 4 * 256 + kShiftMatrices * kMatrixWords;    // copied into each block's shared memory
 
 static_assert(kCrcThreads * 256 == (int)kChecksumPiece, "256-byte slices: one block covers one checksum piece");
 
@@ -36,20 +37,21 @@ __device__ __forceinline__ uint32_t crc_step4(uint32_t c, const uint32_t *tab) {
     return tab[768 + (c & 0xFF)] ^ tab[512 + ((c >> 8) & 0xFF)] ^ tab[256 + ((c >> 16) & 0xFF)] ^ tab[c >> 24];
 }
 
-// Applies a 32x32 GF(2) matrix (column i = image of bit i, in shared memory) to v: 32 independent loads, the same
-// word for every lane that applies the same matrix (a broadcast). A loop over the set bits of v instead made a
-// dependent chain of loads at lane-varying addresses.
+// Applies a 32x32 GF(2) matrix to v. The matrix is kept as 8 tables of 16 words (in shared memory), table p giving
+// the image of each value of v's nibble p: 8 independent loads. (As 32 columns, one per bit of v, with a select per
+// bit, an apply took about 100 instructions, and the shifts that combine a block's slices were 60 % of the piece
+// CRC kernel's instructions: 64 MB of TREFHT, NOTES 130.)
 __device__ __forceinline__ uint32_t gf2_apply(const uint32_t *m, uint32_t v) {
     uint32_t r = 0;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) r ^= ((v >> i) & 1u) ? m[i] : 0u;
+    for (int p = 0; p < 8; ++p) r ^= m[16 * p + ((v >> (4 * p)) & 15u)];
     return r;
 }
 
 // Runs the CRC register over `len` zero bytes (len < 2^17), one matrix per set bit of len. The shifts commute
 // (powers of one operator), so the order does not matter.
 __device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, uint32_t v, uint32_t len) {
-    for (; len; len &= len - 1) v = gf2_apply(mats + 32 * (__ffs(len) - 1), v);
+    for (; len; len &= len - 1) v = gf2_apply(mats + kMatrixWords * (__ffs(len) - 1), v);
     return v;
 }
 
@@ -363,11 +365,12 @@ void init_crc_tables(Context &c) {
             const uint32_t prev = h[(k - 1) * 256 + i];
             h[k * 256 + i] = (prev >> 8) ^ t0[prev & 0xFF];
         }
-    // Matrix 0: one zero byte. Matrix b+1 = matrix b applied twice.
-    uint32_t *m = h.data() + 1024;
+    // The shift matrices as columns (column i: the image of bit i). Matrix 0: one zero byte. Matrix b+1 = matrix b
+    // applied twice.
+    std::vector<uint32_t> cols(32 * kShiftMatrices);
     for (int i = 0; i < 32; ++i) {
         const uint32_t v = 1u << i;
-        m[i] = t0[v & 0xFF] ^ (v >> 8);
+        cols[i] = t0[v & 0xFF] ^ (v >> 8);
     }
     auto apply = [](const uint32_t *mat, uint32_t v) {
         uint32_t r = 0;
@@ -376,7 +379,15 @@ void init_crc_tables(Context &c) {
         return r;
     };
     for (int b = 1; b < kShiftMatrices; ++b)
-        for (int i = 0; i < 32; ++i) m[32 * b + i] = apply(m + 32 * (b - 1), apply(m + 32 * (b - 1), 1u << i));
+        for (int i = 0; i < 32; ++i) {
+            const uint32_t *prev = cols.data() + 32 * (b - 1);
+            cols[32 * b + i] = apply(prev, apply(prev, 1u << i));
+        }
+    // Each as gf2_apply reads it: entry 16 p + x is the image of nibble value x at nibble p.
+    for (int b = 0; b < kShiftMatrices; ++b)
+        for (int p = 0; p < 8; ++p)
+            for (uint32_t x = 0; x < 16; ++x)
+                h[1024 + kMatrixWords * b + 16 * p + x] = apply(cols.data() + 32 * b, x << (4 * p));
     const size_t bytes = sizeof(uint32_t) * h.size();
     ZB_CUDA(cudaMalloc(reinterpret_cast<void **>(&c.d_crc), bytes));
     ZB_CUDA(cudaMemcpy(c.d_crc, h.data(), bytes, cudaMemcpyHostToDevice));

@@ -169,7 +169,7 @@ struct Context {
     cudaEvent_t pinned_done[kStagingSlots] = {};
     size_t pinned_bytes = 0;  // per slot
     cudaEvent_t timer[2 * kTimerEvents] = {};
-    // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 32), see crc_gpu.cu.
+    // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 128), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
     GraphCache graphs;
     // Streams and events for the parallel branches of a graph being captured (GraphBranches).
