@@ -274,6 +274,23 @@ TEST(GpuCorrupt, FewExceptionsSameAnswerAsCpu) {
     few_exceptions_same_answer(data, dims, 41, 300);
 }
 
+// Exception runs at the edges of the one-block encoder's edge flag groups (a group covers 4096 values, two tiles): a
+// run ending at a group's last value (its edge bit is the next group's first, in a group without exceptions), one
+// ending at a tile's last value inside a group, one across a group edge, and single outliers on both sides of one.
+TEST(GpuCorrupt, ExceptionRunsAtGroupEdgesSameAnswerAsCpu) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> dims{200, 3000};
+    auto data = zbt::smooth_field<float>(dims, 0.01, 33, 5.0);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    constexpr size_t kGroup = 4096;
+    for (size_t i = 10 * kGroup - 3; i < 10 * kGroup; ++i) data[i] = nan;
+    for (size_t i = 20 * kGroup + 2040; i < 20 * kGroup + 2048; ++i) data[i] = nan;
+    for (size_t i = 30 * kGroup - 5; i < 30 * kGroup + 5; ++i) data[i] = nan;
+    data[40 * kGroup - 1] = 1e30f;
+    data[41 * kGroup] = -1e30f;
+    few_exceptions_same_answer(data, dims, 43, 60);
+}
+
 // More intervals than the one-block decoder keeps in shared memory (4096): 4200 isolated outliers, every other
 // value, so that their edge blocks stay few; the block then searches the intervals in global memory.
 TEST(GpuCorrupt, ManyIntervalsSameAnswerAsCpu) {
