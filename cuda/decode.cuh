@@ -1197,8 +1197,11 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
     ex.init(n, raw ? 0 : k, h.runs, h.seg[kSegEdgeBlocks].length, false);
     // Lorenzo segments along the slowest dim (version 6): each an array of its own.
     LorenzoInverse li;
-    if (!raw)
-        li.plan<T>(c, h.shape, h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape));
+    if (!raw) {
+        const LorenzoSegments segs =
+            h.version == kFormatVersionV6 ? lorenzo_segments(h.shape) : lorenzo_one_segment(h.shape);
+        li.plan<T>(c, h.shape, segs);
+    }
 
     size_t scan_bytes = 0;
     if (!raw) scan_bytes = std::max(li.scan_bytes(s), ex.scan_bytes(s));

@@ -50,7 +50,9 @@ __device__ __forceinline__ uint4 shfl_up_item(uint4 v, int d) {
     return make_uint4(shfl_up_item(v.x, d), shfl_up_item(v.y, d), shfl_up_item(v.z, d), shfl_up_item(v.w, d));
 }
 __device__ __forceinline__ uint32_t shfl_item(uint32_t v, int lane) { return __shfl_sync(0xFFFFFFFFu, v, lane); }
-__device__ __forceinline__ uint2 shfl_item(uint2 v, int lane) { return make_uint2(shfl_item(v.x, lane), shfl_item(v.y, lane)); }
+__device__ __forceinline__ uint2 shfl_item(uint2 v, int lane) {
+    return make_uint2(shfl_item(v.x, lane), shfl_item(v.y, lane));
+}
 __device__ __forceinline__ uint4 shfl_item(uint4 v, int lane) {
     return make_uint4(shfl_item(v.x, lane), shfl_item(v.y, lane), shfl_item(v.z, lane), shfl_item(v.w, lane));
 }
@@ -58,9 +60,9 @@ __device__ __forceinline__ uint4 shfl_item(uint4 v, int lane) {
 // Exclusive scan of n <= Threads * kOneBlockPerThread items by one block. Warp w takes items [256 w, 256 (w + 1)),
 // lane l items 256 w + l + 32 k (k < 8): each load and store instruction of a warp covers consecutive items. (A run of
 // 8 consecutive items per thread made every instruction touch 32 lines: 9.0 / 12.4 / 16.9 us for 8192 items of 4 / 8
-// / 16 bytes against 4.4 / 6.7 / 9.5 this way, H100, NOTES 130.) The warp scans its 8 rows of 32 items one after another with shuffles, carrying each row's
-// total into the next; the warps' totals are summed through shared memory. op must be associative with init its
-// identity (init op a == a op init == a).
+// / 16 bytes against 4.4 / 6.7 / 9.5 this way, H100, NOTES 130.) The warp scans its 8 rows of 32 items one after
+// another with shuffles, carrying each row's total into the next; the warps' totals are summed through shared
+// memory. op must be associative with init its identity (init op a == a op init == a).
 // totals (uint4 items only, or nullptr): the sums of x, y and z over all n, as scan_totals would give them after the
 // scan.
 template <int Threads, typename V, typename Op>
