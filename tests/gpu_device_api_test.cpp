@@ -2,6 +2,7 @@
 // stream and on a caller's stream, with unaligned input and stream buffers, raw passthrough, and errors for small buffers,
 // truncated and corrupted streams; for the Lorenzo predictor with the fast encoder (v1) and the ratio encoder (v2/v4),
 // and for the point-wise relative bound (format v5, every value checked against pw * |x|).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -566,10 +567,21 @@ template <typename T> void repeated_decompressions(const std::vector<size_t> &di
     ASSERT_EQ(with_nan.status, ZB_OK);
     std::vector<uint8_t> corrupt = smooth.bytes;  // the same header, a payload byte flipped
     corrupt[corrupt.size() - corrupt.size() / 3] ^= 0x10;
-    const std::vector<const std::vector<uint8_t> *> order{&smooth.bytes, &smooth.bytes,   &smooth.bytes, &with_nan.bytes,
-                                                          &smooth.bytes, &corrupt,        &smooth.bytes, &with_nan.bytes,
-                                                          &with_nan.bytes, &with_nan.bytes, &corrupt,     &smooth.bytes};
-    const size_t cap = std::max(smooth.bytes.size(), with_nan.bytes.size());
+    // A few runs of exceptions (their edges in few blocks: the one-block exception stage runs last in the replayed
+    // graph, after the checksum branch), and the same stream corrupted the same way.
+    auto few_runs = zbt::smooth_field<T>(dims, 0.01, 13, 2.0);
+    for (size_t start : {n / 7, n / 2, n - 40})
+        for (size_t i = start; i < start + 20; ++i) few_runs[i] = std::numeric_limits<T>::quiet_NaN();
+    const zbt::Stream few_nan = gput::compress_on(ZB_BACKEND_CPU, few_runs, dims, rel);
+    ASSERT_EQ(few_nan.status, ZB_OK);
+    std::vector<uint8_t> corrupt_few = few_nan.bytes;
+    corrupt_few[corrupt_few.size() - corrupt_few.size() / 3] ^= 0x10;
+    const std::vector<const std::vector<uint8_t> *> order{
+        &smooth.bytes,  &smooth.bytes,   &smooth.bytes,   &with_nan.bytes, &smooth.bytes,  &corrupt,
+        &smooth.bytes,  &with_nan.bytes, &with_nan.bytes, &with_nan.bytes, &corrupt,       &few_nan.bytes,
+        &few_nan.bytes, &few_nan.bytes,  &corrupt_few,    &few_nan.bytes,  &corrupt_few,   &corrupt_few,
+        &few_nan.bytes, &smooth.bytes};
+    const size_t cap = std::max({smooth.bytes.size(), with_nan.bytes.size(), few_nan.bytes.size()});
     std::unique_ptr<DevBuf> src_buf(new DevBuf(cap)), dst_buf(new DevBuf(vbytes));
     for (size_t call = 0; call < order.size() + 4; ++call) {
         SCOPED_TRACE("rank " + std::to_string(dims.size()) + ", call " + std::to_string(call));
@@ -587,7 +599,7 @@ template <typename T> void repeated_decompressions(const std::vector<size_t> &di
         const zb_status want_st = zb_decompress(stream.data(), stream.size(), want.data(), vbytes, ZB_BACKEND_CPU,
                                                 nullptr);
         ASSERT_EQ(st, want_st) << zb_last_error();
-        if (&stream == &corrupt) {
+        if (&stream == &corrupt || &stream == &corrupt_few) {
             EXPECT_EQ(st, ZB_ERR_CORRUPT);
             continue;
         }
