@@ -630,11 +630,14 @@ auto yz_kernel(int rows, bool x_carry) {
                      : (x_carry ? k_yz_prefix<T, 8, true, Mode> : k_yz_prefix<T, 8, false, Mode>);
 }
 
+// k_yz_prefix's dynamic shared memory for blocks of `warps` warps: yz_sums, [2][kYzLayers][warps][32].
+inline size_t yz_smem_bytes(uint64_t warps) { return 2 * kYzLayers * warps * 32 * sizeof(uint32_t); }
+
 // Blocks of k_yz_prefix (rows per thread, warps per block, x carries) that an SM holds at once: the fewest of the
 // forms that walk parts (sums, apply, look-back).
 template <typename T>
 int yz_blocks_per_sm(int rows, int warps, bool x_carry) {
-    const size_t smem = 2 * kYzLayers * (size_t)warps * 32 * sizeof(uint32_t);
+    const size_t smem = yz_smem_bytes((uint64_t)warps);
     return std::min({resident_blocks((const void *)yz_kernel<T, YzMode::kSums>(rows, x_carry), warps * 32, smem),
                      resident_blocks((const void *)yz_kernel<T, YzMode::kApply>(rows, x_carry), warps * 32, smem),
                      resident_blocks((const void *)yz_kernel<T, YzMode::kLookback>(rows, x_carry), warps * 32, smem)});
@@ -691,7 +694,7 @@ template <typename T, YzMode Mode>
 void launch_yz_mode(const YzPlan &p, bool x_carry, const uint32_t *local, const uint2 *xc, uint32_t *planes, T *out,
                     double twoeb, cudaStream_t s, const YzLookback &lb = YzLookback{}) {
     auto kernel = yz_kernel<T, Mode>(p.rows, x_carry);
-    const size_t smem = 2 * kYzLayers * p.warps * 32 * sizeof(uint32_t);
+    const size_t smem = yz_smem_bytes(p.warps);
     kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb, lb);
     ZB_LAUNCHED("k_yz_prefix");
 }
