@@ -1241,6 +1241,12 @@ inline uint32_t runs_per_warp(uint64_t nwords, int sm_count) {
     return (uint32_t)std::min<uint64_t>(32, std::max<uint64_t>(1, div_up(nwords, warps)));
 }
 
+// The tiles' counts' scan where the one-block exception stage runs it (ExceptionStage::queue): its offsets and totals.
+struct CountsScan {
+    uint4 *offs;
+    unsigned long long *totals;
+};
+
 // The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
 // words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
 // lays them out: the values, the edge mask, the change bits, their sparse flags and counts (buffers in the
@@ -1297,9 +1303,11 @@ template <typename T> struct ExceptionStage {
     // br: the edge mask on a branch of its own, beside the values and change bits (a graph's parallel nodes).
     // layout (the fast stream's, or nullptr where the caller lays out a stream of its own): run by the one-block
     // kernel after the stage, in which case queue returns true; else (false) the caller runs it after the stage.
+    // scan (one-block form only, else nullptr): the stage's kernel scans the tiles' counts first, into scan->offs
+    // and scan->totals (as exclusive_sum4_totals), and the count is their exceptions' total (d_k unused).
     bool queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
                const unsigned long long *d_k, unsigned long long *ex_totals, GraphBranches &br, KernelTimer &timer,
-               const FastLayout *layout = nullptr) const {
+               const FastLayout *layout = nullptr, const CountsScan *scan = nullptr) const {
         if (!k) return false;
         const cudaStream_t s = br.main();
         const uint64_t ntiles = code_tiles(n);
@@ -1307,7 +1315,8 @@ template <typename T> struct ExceptionStage {
         timer.begin("exceptions");
         if (one_block) {
             const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
-                                     ex_totals};
+                                     ex_totals, scan ? counts : nullptr, scan ? scan->offs : nullptr, ntiles,
+                                     scan ? scan->totals : nullptr};
             if (layout) k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, *layout);
             else k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, NoTail{});
             ZB_LAUNCHED("k_exceptions_encode_block");
@@ -1541,7 +1550,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // ---- 1. the absolute bound: ABS as given; REL from the range, derived on the device (k_range), where
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
-    auto queue_codes = [&](cudaStream_t q) {
+    // scan_counts false: the one-block exception stage scans the tiles' counts (queue_stream's scan_in_stage).
+    auto queue_codes = [&](cudaStream_t q, bool scan_counts) {
         if (rel) launch_range(c, x, n, p, w->keys, q, timer, &w->qp);
         timer.begin(wp.ring ? "quantize+encode" : "quantize");
         if (wp.ring) {
@@ -1558,21 +1568,24 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
             timer.begin("encode");
             launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
         }
-        size_t tb = scan_bytes;
-        exclusive_sum4_totals(b.temp, tb, b.counts, b.offs, ntiles, w->totals, q);
+        if (scan_counts) {
+            size_t tb = scan_bytes;
+            exclusive_sum4_totals(b.temp, tb, b.counts, b.offs, ntiles, w->totals, q);
+        }
         timer.end();
     };
 
     // ---- 3. exceptions (ex carved for up to kcap; known: the host has the totals tot, kcap is their count), the
     //      layout, the segments at their final offsets, the checksums, and the layout words to the host.
     auto queue_stream = [&](cudaStream_t q, bool capturing, const ExceptionStage<T> &ex, uint64_t kcap, bool known,
-                            const unsigned long long *tot) {
+                            const unsigned long long *tot, bool scan_in_stage) {
         GraphBranches br(c, q, capturing);
         LayoutResult *host_result = static_cast<LayoutResult *>(result_mapping(c, q));
         const FastLayout layout{w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr, b.crcs,
                                 host_result};
+        const CountsScan scan{b.offs, w->totals};
         if (!ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer,
-                      &layout)) {
+                      &layout, scan_in_stage ? &scan : nullptr)) {
             k_fast_layout<<<1, 64, 0, q>>>(layout);
             ZB_LAUNCHED("k_fast_layout");
         }
@@ -1616,7 +1629,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         const unsigned long long known[3] = {tot[0], tot[1], tot[2]};
         ExceptionStage<T> ex;
         ex.carve(c, n, known[2], s);
-        queue_stream(s, false, ex, known[2], true, known);
+        queue_stream(s, false, ex, known[2], true, known, false);
         return wait_for_words();
     };
 
@@ -1636,9 +1649,10 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         key.add(c.arena[kArenaExceptions].allocations());
         key.add(kcap);
         key.add((uint64_t)ex.one_block);  // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
+        // The one-block exception stage scans the tiles' counts itself: a node less on the call's path.
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) {
-            queue_codes(q);
-            queue_stream(q, true, ex, kcap, false, nullptr);
+            queue_codes(q, !ex.one_block);
+            queue_stream(q, true, ex, kcap, false, nullptr, ex.one_block);
         });
         if (graphed) {
             timer.mark("graph queued");
@@ -1647,7 +1661,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         }
     }
     if (!graphed) {
-        queue_codes(s);
+        queue_codes(s, true);
         got = with_known_totals(fetch_totals(c, w->totals, 3, s));
     }
     if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;

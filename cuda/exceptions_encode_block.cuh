@@ -12,8 +12,10 @@
 // words once; it pays where they are few (chunks of up to kExcEncMaxValues values), the separate launches stay for
 // larger arrays and exception counts.
 // In a fast stream's call the kernel then runs the stream's layout (encode.cuh FastLayout, otherwise k_fast_layout):
-// a graph node less.
+// a graph node less. In a graphed call it also scans the tiles' counts first (scan_tile_counts; at 4 MB of TREFHT the
+// one-block scan before it was a 3.7 us node, NOTES 133).
 #pragma once
+#include <cub/block/block_scan.cuh>
 #include "block_sum.cuh"
 #include "gpu_device.cuh"
 #include "zb_format.h"
@@ -36,6 +38,10 @@ constexpr int kExcEncBatch = 8;
 constexpr uint64_t kExcEncMaxValues = uint64_t(1) << 22;
 constexpr uint64_t kExcEncMaxValuesGraphed = uint64_t(1) << 20;
 constexpr uint64_t kExcEncMaxExceptions = 65536;
+// The kernel's indices are 32-bit (exceptions_encode_block): the largest, a value index of the last mask group
+// (at most kExcEncMaxValues + 4096), must stay well below 2^32.
+static_assert(kExcEncMaxValues <= (uint64_t(1) << 31) && kExcEncMaxExceptions <= (uint64_t(1) << 31),
+              "k_exceptions_encode_block's 32-bit indices");
 
 template <typename U>
 struct ExcEncodeArgs {
@@ -45,17 +51,31 @@ struct ExcEncodeArgs {
     uint32_t *E, *flagE, *offE, *C, *offR, *flagC, *offC;
     uint32_t *group_exceptions;                // per edge flag group (128 mask words): its exceptions
     unsigned long long *totals;                // stored edge blocks, stored change blocks, runs
+    // Where the tiles' counts are scanned here (a graph node less; counts nullptr: the caller scanned them): the
+    // counts, their exclusive scan and its totals (as exclusive_sum4_totals writes them). The count is then the
+    // scan's exceptions total, not *d_k.
+    const uint4 *counts;
+    uint4 *offs;
+    uint64_t ntiles;
+    unsigned long long *scan_totals;
 };
 
+// 32-bit forms of zb_format.h's div_up and gpu_device.cuh's valid_bits (both 64-bit), for the kernel's indices.
+__device__ __forceinline__ uint32_t div_up32(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int valid_bits32(uint32_t w, uint32_t nbits) {
+    const uint32_t start = w * 32;
+    return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
+}
+
 // Bits of block b (words 4b .. 4b+3: values 128b .. 128b+127) at or past n cleared (only the last block has any).
-__device__ __forceinline__ uint4 clear_past_n(uint4 v, uint64_t b, uint64_t n) {
+__device__ __forceinline__ uint4 clear_past_n(uint4 v, uint32_t b, uint32_t n) {
     if (128 * (b + 1) <= n) return v;
-    return make_uint4(v.x & low_bits(valid_bits(4 * b, n)), v.y & low_bits(valid_bits(4 * b + 1, n)),
-                      v.z & low_bits(valid_bits(4 * b + 2, n)), v.w & low_bits(valid_bits(4 * b + 3, n)));
+    return make_uint4(v.x & low_bits(valid_bits32(4 * b, n)), v.y & low_bits(valid_bits32(4 * b + 1, n)),
+                      v.z & low_bits(valid_bits32(4 * b + 2, n)), v.w & low_bits(valid_bits32(4 * b + 3, n)));
 }
 
 // Mask words of block b, bits at or past n cleared; zero past the blocks.
-__device__ __forceinline__ uint4 mask_block(const uint32_t *__restrict__ M, uint64_t b, uint64_t nb, uint64_t n) {
+__device__ __forceinline__ uint4 mask_block(const uint32_t *__restrict__ M, uint32_t b, uint32_t nb, uint32_t n) {
     if (b >= nb) return make_uint4(0, 0, 0, 0);
     return clear_past_n(*reinterpret_cast<const uint4 *>(M + 4 * b), b, n);  // 16-byte aligned: carved
 }
@@ -73,32 +93,39 @@ __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
 // The stage's work for k exceptions (0 < k <= a.kcap), by the whole block.
 template <typename T>
 __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
-                                                        const ExcEncodeArgs<typename FloatBits<T>::U> &a, uint64_t k) {
+                                                        const ExcEncodeArgs<typename FloatBits<T>::U> &a,
+                                                        uint64_t k64) {
     using U = typename FloatBits<T>::U;
     __shared__ BlockSum<kExcEncThreads> block_sum;
-    __shared__ uint64_t warp_edges[kExcEncWarps], warp_exceptions[kExcEncWarps];
+    __shared__ uint32_t warp_edges[kExcEncWarps], warp_exceptions[kExcEncWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // Every index here is 32-bit: the kernel runs only for n <= kExcEncMaxValues (2^22 values, 2^17 mask words,
+    // 2^15 mask blocks) and k <= kcap <= kExcEncMaxExceptions (ExceptionStage::carve), so the sums (edge blocks,
+    // exceptions, runs) stay below 2^23 too. The host's 64-bit fields made every counter, comparison and product
+    // two instructions or more, and this kernel, one block on one SM, is bound by its instruction issue.
+    const uint32_t n = (uint32_t)a.n, nb_edge = (uint32_t)a.nb_edge, nb_change = (uint32_t)a.nb_change;
+    const uint32_t k = (uint32_t)k64;
 
     // 1. Warp w takes the edge flag groups [g_begin, g_end) (32 mask blocks each, lane l block 32g + l): the edge
     //    mask E = M xor (M << 1) of its non-zero blocks, the flag words, its stored blocks and each group's
     //    exceptions.
-    const uint64_t ng_edge = div_up(a.nb_edge, 32), per_warp = div_up(ng_edge, (uint64_t)kExcEncWarps);
-    const uint64_t g_begin = min(ng_edge, warp * per_warp), g_end = min(ng_edge, g_begin + per_warp);
-    uint64_t edges_stored = 0, exceptions_seen = 0;  // this warp's (the same in every lane)
-    for (uint64_t g0 = g_begin; g0 < g_end; g0 += kExcEncBatch) {
+    const uint32_t ng_edge = div_up32(nb_edge, 32), per_warp = div_up32(ng_edge, kExcEncWarps);
+    const uint32_t g_begin = min(ng_edge, warp * per_warp), g_end = min(ng_edge, g_begin + per_warp);
+    uint32_t edges_stored = 0, exceptions_seen = 0;  // this warp's (the same in every lane)
+    for (uint32_t g0 = g_begin; g0 < g_end; g0 += kExcEncBatch) {
         uint4 m[kExcEncBatch];
         uint32_t before[kExcEncBatch];  // lane 0: the last mask word before its block
 #pragma unroll
         for (int i = 0; i < kExcEncBatch; ++i) {
-            const uint64_t b = 32 * (g0 + i) + lane;
+            const uint32_t b = 32 * (g0 + i) + lane;
             const bool in = g0 + i < g_end;
-            m[i] = in ? mask_block(M, b, a.nb_edge, a.n) : make_uint4(0, 0, 0, 0);
+            m[i] = in ? mask_block(M, b, nb_edge, n) : make_uint4(0, 0, 0, 0);
             before[i] = in && lane == 0 && b > 0 ? M[4 * b - 1] : 0u;
         }
 #pragma unroll
         for (int i = 0; i < kExcEncBatch; ++i) {
             if (g0 + i >= g_end) break;  // the same for the whole warp
-            const uint64_t g = g0 + i, b = 32 * g + lane;
+            const uint32_t g = g0 + i, b = 32 * g + lane;
             uint32_t prev = __shfl_up_sync(kFullMask, m[i].w, 1) >> 31;
             if (lane == 0) prev = before[i] >> 31;
             // The common case, a group without exceptions and without the end of a run before it: ten instructions
@@ -113,7 +140,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
             const uint4 e = make_uint4(edge_bits(m[i].x, prev), edge_bits(m[i].y, m[i].x >> 31),
                                        edge_bits(m[i].z, m[i].y >> 31), edge_bits(m[i].w, m[i].z >> 31));
             // Bits past n: the mask is zero there, but its last one's edge (a run reaching n) is not stored.
-            const uint4 ev = clear_past_n(e, b, a.n);
+            const uint4 ev = clear_past_n(e, b, n);
             const bool stored = any_bits(ev);
             if (stored) *reinterpret_cast<uint4 *>(a.E + 4 * b) = ev;
             const uint32_t fw = __ballot_sync(kFullMask, stored);
@@ -134,25 +161,25 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
 
     // 2. Each warp again over its groups, 32 at a time (lane l: group g + l): the flag words' offsets, and for the
     //    groups with exceptions their values at their ranks.
-    uint64_t edge_at = 0, exception_at = 0;
+    uint32_t edge_at = 0, exception_at = 0;
     for (int w = 0; w < warp; ++w) {
         edge_at += warp_edges[w];
         exception_at += warp_exceptions[w];
     }
-    for (uint64_t g0 = g_begin; g0 < g_end; g0 += 32) {
-        const uint64_t g = g0 + lane;
+    for (uint32_t g0 = g_begin; g0 < g_end; g0 += 32) {
+        const uint32_t g = g0 + lane;
         const uint32_t fw = g < g_end ? a.flagE[g] : 0u, ge = g < g_end ? a.group_exceptions[g] : 0u;
         // Inclusive sums over the lanes (made exclusive below).
         const uint32_t fw_before = warp_inclusive_sum(__popc(fw), lane), ge_before = warp_inclusive_sum(ge, lane);
-        if (g < g_end) a.offE[g] = (uint32_t)(edge_at + fw_before - __popc(fw));
-        const uint64_t group_at = exception_at + ge_before - ge;
+        if (g < g_end) a.offE[g] = edge_at + fw_before - __popc(fw);
+        const uint32_t group_at = exception_at + ge_before - ge;
         edge_at += __shfl_sync(kFullMask, fw_before, 31);
         exception_at += __shfl_sync(kFullMask, ge_before, 31);
         for (uint32_t busy = __ballot_sync(kFullMask, ge != 0); busy; busy &= busy - 1) {
             const int src = __ffs(busy) - 1;
-            const uint64_t gg = g0 + src, b = 32 * gg + lane;
-            uint64_t rank = __shfl_sync(kFullMask, group_at, src);
-            const uint4 m = mask_block(M, b, a.nb_edge, a.n);
+            const uint32_t gg = g0 + src, b = 32 * gg + lane;
+            uint32_t rank = __shfl_sync(kFullMask, group_at, src);
+            const uint4 m = mask_block(M, b, nb_edge, n);
             const uint32_t c = popc16(m);
             rank += warp_inclusive_sum(c, lane) - c;
             const uint32_t words[4] = {m.x, m.y, m.z, m.w};
@@ -166,12 +193,12 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
 
     // 3. Change bits C[j] = (j == 0 || V[j] != V[j-1]) over the carved words (zero past k), each thread a run of
     //    words, and the runs before each word (offR).
-    const uint64_t nw_change = 4 * a.nb_change, per_thread = div_up(nw_change, (uint64_t)kExcEncThreads);
-    const uint64_t w_begin = min(nw_change, threadIdx.x * per_thread), w_end = min(nw_change, w_begin + per_thread);
-    uint64_t my_runs = 0;
-    for (uint64_t w = w_begin; w < w_end; ++w) {
+    const uint32_t nw_change = 4 * nb_change, per_thread = div_up32(nw_change, kExcEncThreads);
+    const uint32_t w_begin = min(nw_change, threadIdx.x * per_thread), w_end = min(nw_change, w_begin + per_thread);
+    uint32_t my_runs = 0;
+    for (uint32_t w = w_begin; w < w_end; ++w) {
         uint32_t word = 0;
-        const uint64_t j0 = 32 * w;
+        const uint32_t j0 = 32 * w;
         U prev = j0 > 0 && j0 - 1 < k ? a.V[j0 - 1] : U(0);
         for (int i = 0; i < 32 && j0 + i < k; ++i) {
             const U v = a.V[j0 + i];
@@ -181,36 +208,66 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
         a.C[w] = word;
         my_runs += __popc(word);
     }
-    uint64_t runs = 0;
-    uint64_t run_at = block_sum.exclusive(my_runs, runs);
-    for (uint64_t w = w_begin; w < w_end; ++w) {
-        a.offR[w] = (uint32_t)run_at;
+    uint64_t runs = 0;  // BlockSum's sums are 64-bit
+    uint32_t run_at = (uint32_t)block_sum.exclusive(my_runs, runs);
+    for (uint32_t w = w_begin; w < w_end; ++w) {
+        a.offR[w] = run_at;
         run_at += __popc(a.C[w]);
     }
     __syncthreads();  // C complete
 
     // 4. The change bits' flag words (a warp per group of 32 blocks) and their offsets.
-    const uint64_t ng_change = div_up(a.nb_change, 32);
-    for (uint64_t g = warp; g < ng_change; g += kExcEncWarps) {
-        const uint64_t b = 32 * g + lane;
-        const bool stored = b < a.nb_change && any_bits(*reinterpret_cast<const uint4 *>(a.C + 4 * b));
+    const uint32_t ng_change = div_up32(nb_change, 32);
+    for (uint32_t g = warp; g < ng_change; g += kExcEncWarps) {
+        const uint32_t b = 32 * g + lane;
+        const bool stored = b < nb_change && any_bits(*reinterpret_cast<const uint4 *>(a.C + 4 * b));
         const uint32_t fw = __ballot_sync(kFullMask, stored);
         if (lane == 0) a.flagC[g] = fw;
     }
     __syncthreads();
     uint64_t changes_stored = 0;
-    for (uint64_t g0 = 0; g0 < ng_change; g0 += kExcEncThreads) {
-        const uint64_t g = g0 + threadIdx.x;
-        const uint64_t at = block_sum.exclusive(g < ng_change ? __popc(a.flagC[g]) : 0u, changes_stored);
-        if (g < ng_change) a.offC[g] = (uint32_t)at;
+    for (uint32_t g0 = 0; g0 < ng_change; g0 += kExcEncThreads) {
+        const uint32_t g = g0 + threadIdx.x;
+        const uint32_t at = (uint32_t)block_sum.exclusive(g < ng_change ? __popc(a.flagC[g]) : 0u, changes_stored);
+        if (g < ng_change) a.offC[g] = at;
     }
     if (threadIdx.x == 0) {
-        uint64_t edges = 0;
+        uint32_t edges = 0;
         for (int w = 0; w < kExcEncWarps; ++w) edges += warp_edges[w];
         a.totals[0] = edges;
         a.totals[1] = changes_stored;
         a.totals[2] = runs;
     }
+}
+
+struct AddUint4 {
+    __device__ uint4 operator()(const uint4 &a, const uint4 &b) const {
+        return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    }
+};
+
+// The tiles' counts' exclusive scan into a.offs, and the sums of their x, y and z into a.scan_totals, as
+// exclusive_sum4_totals makes them, by the whole block. Returns the exceptions' total (z) in every thread.
+template <typename U>
+__device__ __forceinline__ uint64_t scan_tile_counts(const ExcEncodeArgs<U> &a) {
+    using Scan = cub::BlockScan<uint4, kExcEncThreads>;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    uint4 running = zero;
+    for (uint64_t t0 = 0; t0 < a.ntiles; t0 += kExcEncThreads) {
+        const uint64_t t = t0 + threadIdx.x;
+        uint4 before, total;
+        Scan(scan_tmp).ExclusiveScan(t < a.ntiles ? a.counts[t] : zero, before, zero, AddUint4(), total);
+        __syncthreads();  // scan_tmp again in the next round
+        if (t < a.ntiles) a.offs[t] = AddUint4()(running, before);
+        running = AddUint4()(running, total);
+    }
+    if (threadIdx.x == 0) {
+        a.scan_totals[0] = running.x;
+        a.scan_totals[1] = running.y;
+        a.scan_totals[2] = running.z;
+    }
+    return running.z;
 }
 
 // What the kernel runs after the stage where the caller lays out the stream itself.
@@ -220,13 +277,14 @@ struct NoTail {
 
 // x: the values, M: the exception mask words (k_quantize's, zero past n). tail(): run by the whole block at the end
 // (every thread, whatever the count), after the totals are written: the fast stream's layout (encode.cuh
-// FastLayout) or NoTail.
+// FastLayout) or NoTail. With a.counts, the tiles' counts are scanned first (scan_tile_counts), whatever the count:
+// a call with more exceptions than the buffers hold runs the stage again with the scan's offsets.
 template <typename T, typename Tail>
 __global__ void __launch_bounds__(kExcEncThreads)
 k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
                           ExcEncodeArgs<typename FloatBits<T>::U> a, Tail tail) {
     // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
-    const uint64_t k = a.d_k ? *a.d_k : a.kcap;
+    const uint64_t k = a.counts ? scan_tile_counts(a) : a.d_k ? *a.d_k : a.kcap;
     if (k != 0 && k <= a.kcap) exceptions_encode_block<T>(x, M, a, k);
     __syncthreads();  // the totals, for the tail
     tail();
