@@ -4,19 +4,29 @@
 // tables. The CRC register update is linear over GF(2), so
 //     raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B)
 // where shift(v, k) runs the register over k zero bytes: slices combine into blocks, blocks into pieces, and a
-// piece's CRC is shift(0xFFFFFFFF, piece length) xor its raw CRC, then the final xor. shift() by 2^b bytes is a
-// 32x32 bit matrix, any length a product of those for the set bits of the length.
+// piece's CRC is shift(0xFFFFFFFF, piece length) xor its raw CRC, then the final xor. shift() by k bytes is a 32x32
+// bit matrix.
+//
+// A block covers 256 slices of S bytes inside one piece. Bytes past the payload's end count as zeros (zeros after
+// the data shift its CRC: raw(A || 0^k) = shift(raw(A), k)), so every slice is S bytes long and every combining step
+// a shift by a fixed power of two: a warp combines its 32 slices in a tree of shuffles (level k: shift by S 2^k), warp
+// 0 the block's 8 warps the same way, and one thread shifts the block's CRC to the end of its piece, and for the
+// last, shorter piece back over the zeros that are not there (at most four inverse matrices, one per hex digit of
+// their count, copied into the block's shared memory with the other tables). The piece's initial register 0xFFFFFFFF
+// is its first four bytes complemented (raw(init ~0, A) = raw(0, A with its first 32 bits flipped), for |A| >= 4).
+// No shift by a length read at run time is left on the way (a tree of such shifts took 755 instructions a warp,
+// which at one block per SM ran latency-bound: 9.5 us for 0.5 MB of payload; NOTES 133).
 //
 // Why the slice sizes: a thread's table steps form one dependent chain behind its loads, and a block's shared-memory
-// lookups conflict. One block of 256 threads x 256 bytes per piece gave a 4 MB call (0.5 MB of payload: 8 blocks)
-// a 14 us CRC kernel (ncu, H200, caches not flushed); 16-byte slices combined in a tree spread it over the GPU: 9 us.
-// At 1 GB, 256-byte slices keep the shifts few per byte (0.11 ms for 125 MB).
+// lookups conflict. Small payloads take 16-byte slices, spread over the whole GPU; large ones 64 or 256 bytes, which
+// keep the work per byte low (slice_for).
 //
 // The stream's payload checksum is the CRC-32C of the piece CRCs: k_payload_crc (one block) and the last block of
 // k_piece_crc_last compute it on the device (small_block_crc: plain loops, as this work runs cold once per call), so
 // that neither the encoder (which seals the header in device memory) nor the decoder (which compares) waits for the
 // piece CRCs on the host.
 #include <algorithm>
+#include <array>
 #include <vector>
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
@@ -26,11 +36,21 @@ namespace gpu {
 namespace {
 
 constexpr int kCrcThreads = 256;           // per block
+constexpr int kCrcWarps = kCrcThreads / 32;
 constexpr int kShiftMatrices = 17;         // shifts by 2^0 .. 2^16 bytes
 constexpr int kMatrixWords = 8 * 16;       // a shift matrix as 8 nibble tables (gf2_apply)
-constexpr int kCrcWords = 4 * 256 + kShiftMatrices * kMatrixWords;    // copied into each block's shared memory
+constexpr int kCrcWords = 4 * 256 + kShiftMatrices * kMatrixWords;  // the one-block kernels' shared copy
+
+// The tables in device memory (Context::d_crc), in words: the slicing tables and the shifts by 2^b bytes (the
+// kCrcWords that every CRC kernel copies into shared memory), then the inverse shifts by d 16^j bytes (d < 16, j < 4:
+// matrix 16 j + d), of which a block of a shorter last piece copies the four it needs.
+constexpr int kFwdAt = 4 * 256;
+constexpr int kInvHexAt = kCrcWords;
+constexpr int kAllCrcWords = kInvHexAt + 4 * 16 * kMatrixWords;
+constexpr int kPieceWords = kCrcWords + 4 * kMatrixWords;  // the piece kernels' shared tables: the inverses last
 
 static_assert(kCrcThreads * 256 == (int)kChecksumPiece, "256-byte slices: one block covers one checksum piece");
+static_assert(kChecksumPiece <= 65536, "inverse shifts of up to four hex digits");
 
 // One slicing-by-4 step: the register after the 4 bytes of word w (c already xored with w).
 __device__ __forceinline__ uint32_t crc_step4(uint32_t c, const uint32_t *tab) {
@@ -55,10 +75,16 @@ __device__ __forceinline__ uint32_t crc_shift(const uint32_t *mats, uint32_t v, 
     return v;
 }
 
+// Level k of a combining tree: the raw CRC of two adjacent ranges of len bytes each (a on the left), len = 2^b
+// (mats: the shifts by 2^b bytes).
+__device__ __forceinline__ uint32_t crc_join(const uint32_t *mats, int b, uint32_t a, uint32_t right) {
+    return gf2_apply(mats + kMatrixWords * b, a) ^ right;
+}
+
 // The raw CRC of one whole slice of kWords words that starts at a 4-byte aligned address (all loads issued before
-// the chain).
+// the chain), its first word xored with flip.
 template <int kWords, bool kAligned16>
-__device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *tab) {
+__device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *tab, uint32_t flip) {
     uint32_t w[kWords];
     if (kAligned16) {
 #pragma unroll
@@ -73,6 +99,7 @@ __device__ __forceinline__ uint32_t slice_crc(const uint8_t *p, const uint32_t *
 #pragma unroll
         for (int i = 0; i < kWords; ++i) w[i] = __ldg(reinterpret_cast<const uint32_t *>(p) + i);
     }
+    w[0] ^= flip;
     uint32_t c = 0;
 #pragma unroll
     for (int i = 0; i < kWords; ++i) c = crc_step4(c ^ w[i], tab);
@@ -98,34 +125,107 @@ __device__ __forceinline__ void load_tables(uint32_t *tab, const uint32_t *__res
     __syncthreads();
 }
 
-// The raw CRC (register from 0, no final xor) of data[s, e), e - s <= S, by one thread: whole aligned slices with
-// slice_crc, anything else byte by byte.
+// The piece kernels' shared tables: kCrcWords as load_tables copies them, then, where unshift is not 0 (the blocks
+// of a shorter last piece), the inverse matrices for its hex digits (digit j at kCrcWords + 128 j; a zero digit's
+// matrix is not used). All of a thread's loads before its stores, as in load_tables.
+__device__ __forceinline__ void load_piece_tables(uint32_t *tab, const uint32_t *__restrict__ tables_g,
+                                                  uint32_t unshift) {
+    constexpr int kPerThread = (kPieceWords + kCrcThreads - 1) / kCrcThreads;
+    uint32_t v[kPerThread];
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+        const int i = (int)threadIdx.x + k * kCrcThreads;
+        if (i < kCrcWords) {
+            v[k] = __ldg(tables_g + i);
+        } else {
+            const int j = (i - kCrcWords) / kMatrixWords, e = (i - kCrcWords) % kMatrixWords;  // hex digit, entry
+            const uint32_t d = j < 4 ? (unshift >> (4 * j)) & 15u : 0u;
+            v[k] = d ? __ldg(tables_g + kInvHexAt + kMatrixWords * (16 * j + (int)d) + e) : 0u;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+        const int i = (int)threadIdx.x + k * kCrcThreads;
+        if (i < kPieceWords) tab[i] = v[k];
+    }
+    __syncthreads();
+}
+
+// Runs the register back over `len` zero bytes, len the unshift that load_piece_tables was given.
+__device__ __forceinline__ uint32_t crc_unshift(const uint32_t *tab, uint32_t v, uint32_t len) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if ((len >> (4 * j)) & 15u) v = gf2_apply(tab + kCrcWords + kMatrixWords * j, v);
+    return v;
+}
+
+// The raw CRC of data[s, s + S), the bytes at or past len taken as zeros and the first four xored with flip (a
+// piece's initial register), by one thread: a whole aligned slice with slice_crc; a payload's last slice word by
+// word (its last word byte by byte: nothing past len is read); data that is not 4-byte aligned byte by byte.
 template <int S>
-__device__ __forceinline__ uint32_t range_crc(const uint8_t *__restrict__ data, uint64_t s, uint64_t e,
-                                              const uint32_t *tab) {
+__device__ __forceinline__ uint32_t padded_slice_crc(const uint8_t *__restrict__ data, uint64_t s, uint64_t len,
+                                                     uint32_t flip, const uint32_t *tab) {
+    if (s >= len) return 0;  // all zeros
     const uintptr_t addr = reinterpret_cast<uintptr_t>(data + s);
-    if (e - s == S && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, tab);
-    if (e - s == S && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, tab);
+    if (s + S <= len && addr % 16 == 0) return slice_crc<S / 4, true>(data + s, tab, flip);
+    if (s + S <= len && addr % 4 == 0) return slice_crc<S / 4, false>(data + s, tab, flip);
     uint32_t c = 0;
-    if (addr % 4 == 0 && (e - s) % 4 == 0) {  // a partial slice of whole words (a payload's last)
-        const int nw = (int)((e - s) / 4);
-        uint32_t w[S / 4];
-#pragma unroll
-        for (int i = 0; i < S / 4; ++i) w[i] = i < nw ? __ldg(reinterpret_cast<const uint32_t *>(data + s) + i) : 0u;
-#pragma unroll
-        for (int i = 0; i < S / 4; ++i)
-            if (i < nw) c = crc_step4(c ^ w[i], tab);
+    if (addr % 4 == 0) {
+#pragma unroll 4
+        for (int i = 0; i < S / 4; ++i) {
+            const uint64_t pos = s + 4 * (uint64_t)i;
+            uint32_t w = 0;
+            if (pos + 4 <= len) {
+                w = __ldg(reinterpret_cast<const uint32_t *>(data + pos));
+            } else {
+                for (uint64_t b = pos; b < len; ++b) w |= (uint32_t)data[b] << (8 * (b - pos));
+            }
+            c = crc_step4(c ^ w ^ (i == 0 ? flip : 0u), tab);
+        }
         return c;
     }
-    // a partial slice of odd length, or data that is not 4-byte aligned
-    for (uint64_t pos = s; pos < e; ++pos) c = tab[(c ^ data[pos]) & 0xFF] ^ (c >> 8);
+    for (int i = 0; i < S; ++i) {
+        const uint32_t byte = (s + i < len ? data[s + i] : 0u) ^ (i < 4 ? (flip >> (8 * i)) & 0xFF : 0u);
+        c = tab[(c ^ byte) & 0xFF] ^ (c >> 8);
+    }
     return c;
+}
+
+// The raw CRC of data[bstart, bstart + 256 S), the bytes at or past len taken as zeros and the first four xored with
+// flip, in thread 0: the warps' slices combined in trees of shuffles, then warp 0 combines the warps' the same way.
+// warp_raw: kCrcWarps shared words. Contains barriers: call it from every thread of the block, after
+// load_piece_tables.
+template <int S>
+__device__ uint32_t block_window_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len, uint32_t flip,
+                                     const uint32_t *tab, uint32_t *warp_raw) {
+    constexpr int kLogS = S == 16 ? 4 : S == 64 ? 6 : 8;
+    const uint32_t *mats = tab + kFwdAt;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t raw = padded_slice_crc<S>(data, bstart + (uint64_t)threadIdx.x * S, len, threadIdx.x == 0 ? flip : 0u,
+                                       tab);
+#pragma unroll
+    for (int k = 0; k < 5; ++k) {  // lane l absorbs lane l + 2^k, both ranges S 2^k bytes long
+        const uint32_t right = __shfl_down_sync(0xFFFFFFFFu, raw, 1 << k);
+        if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, kLogS + k, raw, right);
+    }
+    if (lane == 0) warp_raw[warp] = raw;
+    __syncthreads();
+    if (warp == 0) {
+        raw = lane < kCrcWarps ? warp_raw[lane] : 0u;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {  // the warps' ranges: 32 S 2^k bytes
+            const uint32_t right = __shfl_down_sync(0xFFFFFFFFu, raw, 1 << k);
+            if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, kLogS + 5 + k, raw, right);
+        }
+    }
+    __syncthreads();  // warp_raw is written again by the next call
+    return raw;
 }
 
 // Combines the raw CRCs of consecutive ranges, one per thread in thread order (raw, of n bytes; n == 0 where a thread
 // has none), into the raw CRC of their concatenation, in thread 0 (with its length in n). A tree (node = raw CRC and
 // length; a node absorbs its right neighbour: shift(raw, right length) xor right raw): warp shuffles, then thread 0
-// over the warps. The whole length must be under 2^17 (crc_shift). warp_raw, warp_len: kCrcThreads / 32 shared words
+// over the warps. The whole length must be under 2^17 (crc_shift). warp_raw, warp_len: kCrcWarps shared words
 // each. Contains barriers: call it from every thread of the block.
 __device__ uint32_t block_combine(uint32_t raw, uint32_t &n, const uint32_t *mats, uint32_t *warp_raw,
                                   uint32_t *warp_len) {
@@ -144,7 +244,7 @@ __device__ uint32_t block_combine(uint32_t raw, uint32_t &n, const uint32_t *mat
     }
     __syncthreads();
     if (threadIdx.x == 0)
-        for (int w = 1; w < kCrcThreads / 32; ++w) {
+        for (int w = 1; w < kCrcWarps; ++w) {
             raw = crc_shift(mats, raw, warp_len[w]) ^ warp_raw[w];
             n += warp_len[w];
         }
@@ -152,20 +252,9 @@ __device__ uint32_t block_combine(uint32_t raw, uint32_t &n, const uint32_t *mat
     return raw;
 }
 
-// The raw CRC (register from 0, no final xor) of data[bstart, min(len, bstart + 256 S)), S bytes per thread, in
-// thread 0 (with the range's length in n). Contains barriers: call it from every thread of the block.
-template <int S>
-__device__ uint32_t block_tree_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len,
-                                   const uint32_t *tab, uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
-    const uint64_t s = min(len, bstart + (uint64_t)threadIdx.x * S), e = min(len, s + S);
-    const uint32_t raw = range_crc<S>(data, s, e, tab);
-    n = (uint32_t)(e - s);
-    return block_combine(raw, n, tab + 1024, warp_raw, warp_len);
-}
-
 // The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the work that runs once per call in one
 // block (seal_header_block, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
-// 4-byte aligned). On block_tree_crc's unrolled slices those kernels had 6100 and 4600 instructions and the seal took
+// 4-byte aligned). On the piece kernels' unrolled slices those kernels had 6100 and 4600 instructions and the seal took
 // 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Loads from the L2 (__ldcg): k_piece_crc_last's
 // last block reads piece CRCs that other blocks of the same launch wrote. Contains barriers: call it from every thread
 // of the block.
@@ -185,24 +274,47 @@ __device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ dat
     return block_combine(c, n, tab + 1024, warp_raw, warp_len);
 }
 
+// Asks for the L1 line of the thread's first slice, so that its load, after the tables', finds it there: the two
+// round trips to the L2 overlap.
+template <int S>
+__device__ __forceinline__ void prefetch_first_slice(const uint8_t *data, uint64_t len) {
+    const uint64_t s = ((uint64_t)blockIdx.x * kCrcThreads + threadIdx.x) * S;
+    if (s < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(data + s));
+}
+
+// The zero bytes between the end of a len-byte payload's last piece and the end of a whole piece (0: it is whole).
+__device__ __forceinline__ uint32_t last_piece_unshift(uint64_t len) {
+    return (uint32_t)((kChecksumPiece - len % kChecksumPiece) % kChecksumPiece);
+}
+
 // The piece CRCs of the block-sized ranges blockIdx.x, + gridDim.x, ... of data[0, len) (one where the grid covers
-// the payload), S bytes per thread: a block's raw CRC (block_tree_crc), shifted to the end of its piece, is xored into
-// out[piece], which the caller zeroed; the piece's first block also adds shift(0xFFFFFFFF, piece length) and the final
-// xor. XOR is commutative: the same words in any order. Contains barriers: call it from every thread of the block,
-// after load_tables.
+// the payload), S bytes per thread: a block's raw CRC (block_window_crc; a piece's first block starts from the
+// piece's initial register) is shifted to the end of its piece, back over the zeros past a shorter last piece's end,
+// and xored into out[piece], which the caller zeroed; the piece's first block also adds the final xor. XOR is
+// commutative: the same words in any order. Contains barriers: call it from every thread of the block, after
+// load_piece_tables.
 template <int S>
 __device__ __forceinline__ void block_piece_crcs(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *tab,
-                                                 uint32_t *warp_raw, uint32_t *warp_len, uint32_t *__restrict__ out) {
+                                                 const uint32_t *__restrict__ tables_g, uint32_t *warp_raw,
+                                                 uint32_t *__restrict__ out) {
     constexpr uint64_t kPerBlock = (uint64_t)kCrcThreads * S;
-    const uint32_t *mats = tab + 1024;
+    const uint32_t unshift = last_piece_unshift(len);
     for (uint64_t bstart = (uint64_t)blockIdx.x * kPerBlock; bstart < len; bstart += (uint64_t)gridDim.x * kPerBlock) {
-        uint32_t n;
-        const uint32_t raw = block_tree_crc<S>(data, bstart, len, tab, warp_raw, warp_len, n);
+        const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
+        const uint64_t pend = min(len, pstart + kChecksumPiece), plen = pend - pstart;
+        const bool first = bstart == pstart;
+        // The initial register as complemented first bytes needs four of them; a piece of 1-3 bytes (a payload's
+        // last) adds the register's shift over its length below.
+        const uint32_t flip = first && plen >= 4 ? 0xFFFFFFFFu : 0u;
+        const uint32_t raw = block_window_crc<S>(data, bstart, len, flip, tab, warp_raw);
         if (threadIdx.x == 0) {
-            const uint64_t piece = bstart / kChecksumPiece, pstart = piece * kChecksumPiece;
-            const uint64_t pend = min(len, pstart + kChecksumPiece);
-            uint32_t contrib = crc_shift(mats, raw, (uint32_t)(pend - (bstart + n)));
-            if (bstart == pstart) contrib ^= crc_shift(mats, 0xFFFFFFFFu, (uint32_t)(pend - pstart)) ^ 0xFFFFFFFFu;
+            const uint64_t to_end = pstart + kChecksumPiece - (bstart + kPerBlock);  // a multiple of kPerBlock
+            uint32_t contrib = crc_shift(tab + kFwdAt, raw, (uint32_t)to_end);
+            if (plen < kChecksumPiece) contrib = crc_unshift(tab, contrib, unshift);  // kChecksumPiece - plen
+            if (first) {
+                contrib ^= 0xFFFFFFFFu;
+                if (plen < 4) contrib ^= crc_shift(tab + kFwdAt, 0xFFFFFFFFu, (uint32_t)plen);
+            }
             atomicXor(out + piece, contrib);
         }
     }
@@ -214,10 +326,11 @@ template <int S>
 __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__restrict__ tables_g,
             uint32_t *__restrict__ out) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
-    load_tables(tab, tables_g);
-    block_piece_crcs<S>(data, len, tab, warp_raw, warp_len, out);
+    __shared__ uint32_t tab[kPieceWords];
+    __shared__ uint32_t warp_raw[kCrcWarps];
+    prefetch_first_slice<S>(data, len);
+    load_piece_tables(tab, tables_g, last_piece_unshift(len));
+    block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, out);
 }
 
 // The payload checksum, CRC-32C of the `count` little-endian piece CRCs (0 when there are none), in thread 0 of the
@@ -243,7 +356,7 @@ __global__ void __launch_bounds__(kCrcThreads)
 k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *__restrict__ tables_g,
               uint8_t *__restrict__ field, uint32_t expected, uint32_t *__restrict__ err, uint32_t errbit) {
     __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    __shared__ uint32_t warp_raw[kCrcWarps], warp_len[kCrcWarps];
     load_tables(tab, tables_g);
     const uint32_t pc = payload_checksum(crcs, count, tab, warp_raw, warp_len);
     if (threadIdx.x != 0) return;
@@ -298,16 +411,19 @@ __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t *__restrict__ d_len,
                  const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint32_t *crcs,
                  uint32_t *ticket, uint32_t ticket_start, CrcFinish fin) {
-    __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcThreads / 32], warp_len[kCrcThreads / 32];
+    __shared__ uint32_t tab[kPieceWords];
+    __shared__ uint32_t warp_raw[kCrcWarps], warp_len[kCrcWarps];
     __shared__ bool last;
     const bool active = !d_status || *d_status == 0;
     if (d_len) len = *d_len;
-    load_tables(tab, tables_g);
-    if (active) block_piece_crcs<S>(data, len, tab, warp_raw, warp_len, crcs);
-    __threadfence();
+    if (active) prefetch_first_slice<S>(data, len);
+    load_piece_tables(tab, tables_g, last_piece_unshift(len));
+    if (active) block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, crcs);
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) - ticket_start == gridDim.x - 1u;
+    if (threadIdx.x == 0) {
+        __threadfence();  // this block's piece CRCs (thread 0's atomics) before its ticket
+        last = atomicAdd(ticket, 1u) - ticket_start == gridDim.x - 1u;
+    }
     __syncthreads();
     if (!last || !active) return;
     __threadfence();
@@ -320,10 +436,10 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
 }
 
 // The slice for a payload of about len bytes. 256 bytes where that still gives every SM about 1024 threads (the
-// fewest table shifts per byte); else 64 bytes from about 128 threads per SM, as a block's tree of shifts costs
-// about what 16-byte slices save in CRC steps (64 MB of TREFHT, 7.8 MB of payload: 34.8 -> 26.7 us compressing, 31.2
-// -> 20.7 decompressing; 2 MB: 19.5 -> 17.9 and 16.4 -> 13.8; NOTES 130); else 16 bytes, small payloads spread over
-// the whole GPU.
+// fewest shifts per byte); else 64 bytes from about 128 threads per SM, as a block's tree of shifts cost about what
+// 16-byte slices save in CRC steps (64 MB of TREFHT, 7.8 MB of payload: 34.8 -> 26.7 us compressing, 31.2 -> 20.7
+// decompressing; 2 MB: 19.5 -> 17.9 and 16.4 -> 13.8; NOTES 130, measured with the trees of run-time shifts that
+// NOTES 133 replaced); else 16 bytes, small payloads spread over the whole GPU.
 int slice_for(const Context &c, uint64_t len) {
     const uint64_t sms = (uint64_t)c.sm_count;
     return len / 256 >= sms * 1024 ? 256 : len / 64 >= sms * 128 ? 64 : 16;
@@ -356,8 +472,65 @@ void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t ma
 
 }  // namespace
 
+namespace {
+
+// A 32x32 matrix over GF(2) as its columns (column i: the image of bit i).
+using Cols = std::array<uint32_t, 32>;
+
+uint32_t apply_cols(const Cols &m, uint32_t v) {
+    uint32_t r = 0;
+    for (int i = 0; i < 32; ++i)
+        if (v >> i & 1) r ^= m[i];
+    return r;
+}
+
+// a after b.
+Cols compose(const Cols &a, const Cols &b) {
+    Cols r{};
+    for (int i = 0; i < 32; ++i) r[i] = apply_cols(a, b[i]);
+    return r;
+}
+
+Cols identity() {
+    Cols r{};
+    for (int i = 0; i < 32; ++i) r[i] = 1u << i;
+    return r;
+}
+
+// The inverse by Gauss-Jordan elimination on the rows of [m | I] (the register's shift by a zero byte is
+// multiplication by x^8 modulo the generator, which has a constant term: invertible).
+Cols invert(const Cols &m) {
+    uint64_t rows[32];
+    for (int r = 0; r < 32; ++r) {
+        uint64_t row = uint64_t(1) << (32 + r);
+        for (int c = 0; c < 32; ++c) row |= uint64_t(m[c] >> r & 1) << c;
+        rows[r] = row;
+    }
+    for (int c = 0; c < 32; ++c) {
+        int pivot = c;
+        while (pivot < 32 && !(rows[pivot] >> c & 1)) ++pivot;
+        if (pivot == 32) fail(ZB_ERR_INTERNAL, "CRC tables: a shift matrix is singular");
+        std::swap(rows[c], rows[pivot]);
+        for (int r = 0; r < 32; ++r)
+            if (r != c && (rows[r] >> c & 1)) rows[r] ^= rows[c];
+    }
+    Cols inv{};
+    for (int r = 0; r < 32; ++r)
+        for (int c = 0; c < 32; ++c) inv[c] |= uint32_t(rows[r] >> (32 + c) & 1) << r;
+    if (compose(m, inv) != identity()) fail(ZB_ERR_INTERNAL, "CRC tables: inverse check failed");
+    return inv;
+}
+
+// Writes m as gf2_apply reads it at out (entry 16 p + x: the image of nibble value x at nibble p).
+void put_nibble_tables(const Cols &m, uint32_t *out) {
+    for (int p = 0; p < 8; ++p)
+        for (uint32_t x = 0; x < 16; ++x) out[16 * p + x] = apply_cols(m, x << (4 * p));
+}
+
+}  // namespace
+
 void init_crc_tables(Context &c) {
-    std::vector<uint32_t> h(kCrcWords);
+    std::vector<uint32_t> h(kAllCrcWords);
     const uint32_t *t0 = crc32c_table();
     for (int i = 0; i < 256; ++i) h[i] = t0[i];
     for (int k = 1; k < 4; ++k)
@@ -365,29 +538,29 @@ void init_crc_tables(Context &c) {
             const uint32_t prev = h[(k - 1) * 256 + i];
             h[k * 256 + i] = (prev >> 8) ^ t0[prev & 0xFF];
         }
-    // The shift matrices as columns (column i: the image of bit i). Matrix 0: one zero byte. Matrix b+1 = matrix b
-    // applied twice.
-    std::vector<uint32_t> cols(32 * kShiftMatrices);
+    // The register run over one zero byte, its powers of two and their inverses.
+    Cols one_byte{};
     for (int i = 0; i < 32; ++i) {
         const uint32_t v = 1u << i;
-        cols[i] = t0[v & 0xFF] ^ (v >> 8);
+        one_byte[i] = t0[v & 0xFF] ^ (v >> 8);
     }
-    auto apply = [](const uint32_t *mat, uint32_t v) {
-        uint32_t r = 0;
-        for (int i = 0; i < 32; ++i)
-            if (v >> i & 1) r ^= mat[i];
-        return r;
+    std::vector<Cols> fwd(kShiftMatrices), inv(kShiftMatrices);
+    fwd[0] = one_byte;
+    inv[0] = invert(one_byte);
+    for (int b = 1; b < kShiftMatrices; ++b) {
+        fwd[b] = compose(fwd[b - 1], fwd[b - 1]);
+        inv[b] = compose(inv[b - 1], inv[b - 1]);
+    }
+    auto power = [](const std::vector<Cols> &pow2, uint32_t bytes) {  // the shift (or its inverse) by bytes < 2^17
+        Cols m = identity();
+        for (int b = 0; b < kShiftMatrices; ++b)
+            if (bytes >> b & 1) m = compose(pow2[b], m);
+        return m;
     };
-    for (int b = 1; b < kShiftMatrices; ++b)
-        for (int i = 0; i < 32; ++i) {
-            const uint32_t *prev = cols.data() + 32 * (b - 1);
-            cols[32 * b + i] = apply(prev, apply(prev, 1u << i));
-        }
-    // Each as gf2_apply reads it: entry 16 p + x is the image of nibble value x at nibble p.
-    for (int b = 0; b < kShiftMatrices; ++b)
-        for (int p = 0; p < 8; ++p)
-            for (uint32_t x = 0; x < 16; ++x)
-                h[1024 + kMatrixWords * b + 16 * p + x] = apply(cols.data() + 32 * b, x << (4 * p));
+    for (int b = 0; b < kShiftMatrices; ++b) put_nibble_tables(fwd[b], h.data() + kFwdAt + kMatrixWords * b);
+    for (int j = 0; j < 4; ++j)
+        for (uint32_t d = 0; d < 16; ++d)
+            put_nibble_tables(power(inv, d << (4 * j)), h.data() + kInvHexAt + kMatrixWords * (16 * j + d));
     const size_t bytes = sizeof(uint32_t) * h.size();
     ZB_CUDA(cudaMalloc(reinterpret_cast<void **>(&c.d_crc), bytes));
     ZB_CUDA(cudaMemcpy(c.d_crc, h.data(), bytes, cudaMemcpyHostToDevice));
