@@ -191,87 +191,76 @@ __device__ __forceinline__ uint32_t padded_slice_crc(const uint8_t *__restrict__
     return c;
 }
 
-// The raw CRC of data[bstart, bstart + 256 S), the bytes at or past len taken as zeros and the first four xored with
-// flip, in thread 0: the warps' slices combined in trees of shuffles, then warp 0 combines the warps' the same way.
-// warp_raw: kCrcWarps shared words. Contains barriers: call it from every thread of the block, after
-// load_piece_tables.
-template <int S>
-__device__ uint32_t block_window_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len, uint32_t flip,
-                                     const uint32_t *tab, uint32_t *warp_raw) {
-    constexpr int kLogS = S == 16 ? 4 : S == 64 ? 6 : 8;
-    const uint32_t *mats = tab + kFwdAt;
+// The raw CRC of the concatenation of the block's 256 ranges of 2^log_per bytes each (raw: this thread's range's, in
+// thread order), in thread 0: shuffle trees in which level k joins two neighbours by the fixed shift over 2^(log_per
+// + k) bytes (mats: the shifts by 2^b bytes), the warps' ranges, then warp 0 over the warps. log_per + 7 <
+// kShiftMatrices. warp_raw: kCrcWarps shared words. Contains barriers: call it from every thread of the block.
+__device__ __forceinline__ uint32_t block_join(uint32_t raw, int log_per, const uint32_t *mats, uint32_t *warp_raw) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint32_t raw = padded_slice_crc<S>(data, bstart + (uint64_t)threadIdx.x * S, len, threadIdx.x == 0 ? flip : 0u,
-                                       tab);
 #pragma unroll
-    for (int k = 0; k < 5; ++k) {  // lane l absorbs lane l + 2^k, both ranges S 2^k bytes long
+    for (int k = 0; k < 5; ++k) {  // lane l absorbs lane l + 2^k
         const uint32_t right = __shfl_down_sync(0xFFFFFFFFu, raw, 1 << k);
-        if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, kLogS + k, raw, right);
+        if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, log_per + k, raw, right);
     }
     if (lane == 0) warp_raw[warp] = raw;
     __syncthreads();
     if (warp == 0) {
         raw = lane < kCrcWarps ? warp_raw[lane] : 0u;
 #pragma unroll
-        for (int k = 0; k < 3; ++k) {  // the warps' ranges: 32 S 2^k bytes
+        for (int k = 0; k < 3; ++k) {  // the warps' ranges: 32 2^(log_per + k) bytes
             const uint32_t right = __shfl_down_sync(0xFFFFFFFFu, raw, 1 << k);
-            if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, kLogS + 5 + k, raw, right);
+            if ((lane & ((2 << k) - 1)) == 0) raw = crc_join(mats, log_per + 5 + k, raw, right);
         }
     }
     __syncthreads();  // warp_raw is written again by the next call
     return raw;
 }
 
-// Combines the raw CRCs of consecutive ranges, one per thread in thread order (raw, of n bytes; n == 0 where a thread
-// has none), into the raw CRC of their concatenation, in thread 0 (with its length in n). A tree (node = raw CRC and
-// length; a node absorbs its right neighbour: shift(raw, right length) xor right raw): warp shuffles, then thread 0
-// over the warps. The whole length must be under 2^17 (crc_shift). warp_raw, warp_len: kCrcWarps shared words
-// each. Contains barriers: call it from every thread of the block.
-__device__ uint32_t block_combine(uint32_t raw, uint32_t &n, const uint32_t *mats, uint32_t *warp_raw,
-                                  uint32_t *warp_len) {
-    const int lane = threadIdx.x & 31;
+// The raw CRC of data[0, len), len <= kChecksumPiece, its first four bytes xored with flip (a CRC's initial register;
+// 0 where len < 4), in thread 0, for the work that runs once per call in one block (seal_header_block,
+// payload_checksum). The data lies right-aligned in the block's 256 ranges of per bytes (the zeros before it leave a
+// raw CRC unchanged), so the ranges join by fixed shifts (block_join). Words where data and the zeros before it are
+// whole words, else bytes (a header at any alignment). Loads from the L2 (__ldcg): k_piece_crc_last's last block
+// reads piece CRCs that other blocks of the same launch wrote. Contains barriers: call it from every thread of the
+// block, after the tables are copied.
+__device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, uint32_t flip,
+                                                 const uint32_t *tab, uint32_t *warp_raw) {
+    int log_per = 2;
+    while (((uint32_t)kCrcThreads << log_per) < len) ++log_per;
+    const uint32_t lead = ((uint32_t)kCrcThreads << log_per) - len;  // the zeros before the data
+    const uint32_t vs = threadIdx.x << log_per, ve = vs + (1u << log_per);
+    uint32_t c = 0;
+    if (ve > lead) {
+        uint32_t pos = max(vs, lead) - lead;
+        const uint32_t end = ve - lead;
+        if (reinterpret_cast<uintptr_t>(data) % 4 == 0 && lead % 4 == 0) {
 #pragma unroll 1
-    for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t r = __shfl_down_sync(0xFFFFFFFFu, raw, d), rn = __shfl_down_sync(0xFFFFFFFFu, n, d);
-        if ((lane & (2 * d - 1)) == 0) {  // lane + d < 32 here
-            raw = crc_shift(mats, raw, rn) ^ r;
-            n += rn;
+            for (; pos < end; pos += 4) {
+                const uint32_t w = __ldcg(reinterpret_cast<const uint32_t *>(data + pos)) ^ (pos == 0 ? flip : 0u);
+                c = crc_step4(c ^ w, tab);
+            }
+        } else {
+#pragma unroll 1
+            for (; pos < end; ++pos) {
+                const uint32_t byte = __ldcg(data + pos) ^ (pos < 4 ? (flip >> (8 * pos)) & 0xFF : 0u);
+                c = tab[(c ^ byte) & 0xFF] ^ (c >> 8);
+            }
         }
     }
-    if (lane == 0) {
-        warp_raw[threadIdx.x >> 5] = raw;
-        warp_len[threadIdx.x >> 5] = n;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < kCrcWarps; ++w) {
-            raw = crc_shift(mats, raw, warp_len[w]) ^ warp_raw[w];
-            n += warp_len[w];
-        }
-    __syncthreads();  // warp_raw and warp_len may be written again by the next call
-    return raw;
+    return block_join(c, log_per, tab + kFwdAt, warp_raw);
 }
 
-// The raw CRC of data[0, len), len < 2^17, in thread 0 (with len in n), for the work that runs once per call in one
-// block (seal_header_block, k_payload_crc): plain loops over a run of whole words per thread (bytes where data is not
-// 4-byte aligned). On the piece kernels' unrolled slices those kernels had 6100 and 4600 instructions and the seal took
-// 15 us of a 4 MB call, 9.7 us with these loops (bench/NOTES.md 99). Loads from the L2 (__ldcg): k_piece_crc_last's
-// last block reads piece CRCs that other blocks of the same launch wrote. Contains barriers: call it from every thread
-// of the block.
-__device__ __noinline__ uint32_t small_block_crc(const uint8_t *__restrict__ data, uint32_t len, const uint32_t *tab,
-                                                 uint32_t *warp_raw, uint32_t *warp_len, uint32_t &n) {
-    const bool words = reinterpret_cast<uintptr_t>(data) % 4 == 0;
-    const uint32_t per = words ? 4 * ((len / 4 + kCrcThreads - 1) / kCrcThreads) : (len + kCrcThreads - 1) / kCrcThreads;
-    const uint32_t s = min(len, threadIdx.x * per), e = min(len, s + per);
-    uint32_t c = 0, pos = s;
-    if (words) {
-#pragma unroll 1
-        for (; pos + 4 <= e; pos += 4) c = crc_step4(c ^ __ldcg(reinterpret_cast<const uint32_t *>(data + pos)), tab);
-    }
-#pragma unroll 1
-    for (; pos < e; ++pos) c = tab[(c ^ __ldcg(data + pos)) & 0xFF] ^ (c >> 8);
-    n = e - s;
-    return block_combine(c, n, tab + 1024, warp_raw, warp_len);
+// The raw CRC of data[bstart, bstart + 256 S), the bytes at or past len taken as zeros and the first four xored with
+// flip, in thread 0: each thread's slice (padded_slice_crc), joined by block_join. warp_raw: kCrcWarps shared words.
+// Contains barriers: call it from every thread of the block, after load_piece_tables.
+template <int S>
+__device__ uint32_t block_window_crc(const uint8_t *__restrict__ data, uint64_t bstart, uint64_t len, uint32_t flip,
+                                     const uint32_t *tab, uint32_t *warp_raw) {
+    constexpr int kLogS = S == 16 ? 4 : S == 64 ? 6 : 8;
+    static_assert(S == 1 << kLogS, "slices of 16, 64 or 256 bytes");
+    const uint32_t raw = padded_slice_crc<S>(data, bstart + (uint64_t)threadIdx.x * S, len,
+                                             threadIdx.x == 0 ? flip : 0u, tab);
+    return block_join(raw, kLogS, tab + kFwdAt, warp_raw);
 }
 
 // Asks for the L1 line of the thread's first slice, so that its load, after the tables', finds it there: the two
@@ -336,15 +325,16 @@ k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__re
 // The payload checksum, CRC-32C of the `count` little-endian piece CRCs (0 when there are none), in thread 0 of the
 // block. Contains barriers: call it from every thread of the block, after load_tables.
 __device__ uint32_t payload_checksum(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *tab,
-                                     uint32_t *warp_raw, uint32_t *warp_len) {
+                                     uint32_t *warp_raw) {
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
     const uint64_t len = 4 * count;
-    uint32_t reg = 0xFFFFFFFFu;  // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B); thread 0's
-    for (uint64_t p = 0; p < len; p += kChecksumPiece) {  // windows of under 2^17 bytes for crc_shift
-        uint32_t n;
-        const uint32_t raw = small_block_crc(bytes + p, (uint32_t)min(len - p, kChecksumPiece), tab, warp_raw,
-                                             warp_len, n);
-        reg = crc_shift(tab + 1024, reg, n) ^ raw;
+    // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B), thread 0's; the first window (at least four
+    // bytes) starts from the initial register as its first bytes complemented.
+    uint32_t reg = 0xFFFFFFFFu;
+    for (uint64_t p = 0; p < len; p += kChecksumPiece) {
+        const uint32_t wlen = (uint32_t)min(len - p, kChecksumPiece);
+        const uint32_t raw = small_block_crc(bytes + p, wlen, p == 0 ? 0xFFFFFFFFu : 0u, tab, warp_raw);
+        reg = p == 0 ? raw : crc_shift(tab + kFwdAt, reg, wlen) ^ raw;
     }
     return reg ^ 0xFFFFFFFFu;  // 0 for no pieces, as crc32c of nothing
 }
@@ -356,9 +346,9 @@ __global__ void __launch_bounds__(kCrcThreads)
 k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *__restrict__ tables_g,
               uint8_t *__restrict__ field, uint32_t expected, uint32_t *__restrict__ err, uint32_t errbit) {
     __shared__ uint32_t tab[kCrcWords];
-    __shared__ uint32_t warp_raw[kCrcWarps], warp_len[kCrcWarps];
+    __shared__ uint32_t warp_raw[kCrcWarps];
     load_tables(tab, tables_g);
-    const uint32_t pc = payload_checksum(crcs, count, tab, warp_raw, warp_len);
+    const uint32_t pc = payload_checksum(crcs, count, tab, warp_raw);
     if (threadIdx.x != 0) return;
     if (!field) {
         if (pc != expected) atomicOr(err, errbit);
@@ -375,20 +365,21 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
 
 // The payload checksum of the piece CRCs of a len-byte payload into the header at hdr (hb bytes, any alignment,
 // written with zeros in its two checksum fields), then the header's own CRC over everything before it. The header CRC
-// covers the payload checksum field, which this writes: it is the raw CRC of the bytes before the field (written by
-// earlier kernels) shifted over the field and combined with the field's own, so that no thread reads what another
-// wrote. Contains barriers: call it from every thread of the block, after load_tables.
+// covers the payload checksum field, which this writes: it is the CRC of the bytes before the field (written by
+// earlier kernels; the initial register as their first bytes complemented) shifted over the field and combined with
+// the field's own, so that no thread reads what another wrote. Contains barriers: call it from every thread of the
+// block, after the tables are copied.
 __device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint32_t *tab, uint32_t *warp_raw,
-                                  uint32_t *warp_len, uint8_t *__restrict__ hdr, uint32_t hb) {
+                                  uint8_t *__restrict__ hdr, uint32_t hb) {
     const uint64_t pieces = (len + kChecksumPiece - 1) / kChecksumPiece;
-    const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw, warp_len);
-    uint32_t n;
-    const uint32_t before = small_block_crc(hdr, hb - 8, tab, warp_raw, warp_len, n);
+    const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw);
+    const bool folded = hb - 8 >= 4;  // the initial register as complemented bytes needs four of them
+    const uint32_t before = small_block_crc(hdr, hb - 8, folded ? 0xFFFFFFFFu : 0u, tab, warp_raw);
     if (threadIdx.x != 0) return;
     uint32_t field = 0;  // the raw CRC of the field's four bytes
     for (int b = 0; b < 4; ++b) field = tab[(field ^ (pc >> (8 * b))) & 0xFF] ^ (field >> 8);
-    const uint32_t raw = crc_shift(tab + 1024, before, 4) ^ field;
-    const uint32_t crc = crc_shift(tab + 1024, 0xFFFFFFFFu, hb - 4) ^ raw ^ 0xFFFFFFFFu;
+    const uint32_t raw = crc_shift(tab + kFwdAt, before, 4) ^ field;
+    const uint32_t crc = (folded ? raw : crc_shift(tab + kFwdAt, 0xFFFFFFFFu, hb - 4) ^ raw) ^ 0xFFFFFFFFu;
     for (int b = 0; b < 4; ++b) {
         hdr[hb - 8 + b] = (uint8_t)(pc >> (8 * b));
         hdr[hb - 4 + b] = (uint8_t)(crc >> (8 * b));
@@ -412,13 +403,18 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
                  const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint32_t *crcs,
                  uint32_t *ticket, uint32_t ticket_start, CrcFinish fin) {
     __shared__ uint32_t tab[kPieceWords];
-    __shared__ uint32_t warp_raw[kCrcWarps], warp_len[kCrcWarps];
+    __shared__ uint32_t warp_raw[kCrcWarps];
     __shared__ bool last;
     const bool active = !d_status || *d_status == 0;
     if (d_len) len = *d_len;
-    if (active) prefetch_first_slice<S>(data, len);
-    load_piece_tables(tab, tables_g, last_piece_unshift(len));
-    if (active) block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, crcs);
+    // The grid is sized for the likely length (the encoder's is known on the device only): blocks past the payload
+    // skip the tables, and copy them only if they finish last.
+    const bool work = active && (uint64_t)blockIdx.x * kCrcThreads * S < len;
+    if (work) {
+        prefetch_first_slice<S>(data, len);
+        load_piece_tables(tab, tables_g, last_piece_unshift(len));
+        block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, crcs);
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();  // this block's piece CRCs (thread 0's atomics) before its ticket
@@ -427,11 +423,12 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
     __syncthreads();
     if (!last || !active) return;
     __threadfence();
+    if (!work) load_tables(tab, tables_g);
     if (fin.hdr) {
-        seal_header_block(crcs, len, tab, warp_raw, warp_len, fin.hdr, fin.hb);
+        seal_header_block(crcs, len, tab, warp_raw, fin.hdr, fin.hb);
         return;
     }
-    const uint32_t pc = payload_checksum(crcs, (len + kChecksumPiece - 1) / kChecksumPiece, tab, warp_raw, warp_len);
+    const uint32_t pc = payload_checksum(crcs, (len + kChecksumPiece - 1) / kChecksumPiece, tab, warp_raw);
     if (threadIdx.x == 0 && pc != fin.expected) atomicOr(fin.err, fin.errbit);
 }
 
