@@ -1241,12 +1241,6 @@ inline uint32_t runs_per_warp(uint64_t nwords, int sm_count) {
     return (uint32_t)std::min<uint64_t>(32, std::max<uint64_t>(1, div_up(nwords, warps)));
 }
 
-// The tiles' counts' scan where the one-block exception stage runs it (ExceptionStage::queue): its offsets and totals.
-struct CountsScan {
-    uint4 *offs;
-    unsigned long long *totals;
-};
-
 // The exception segments (docs/FORMAT.md section 5) from the exception mask words (one bit per value, ntiles * 64
 // words, zero past n) and the per-tile counts and their exclusive scan (.z = exceptions of the tile), as k_encode
 // lays them out: the values, the edge mask, the change bits, their sparse flags and counts (buffers in the
@@ -1303,11 +1297,12 @@ template <typename T> struct ExceptionStage {
     // br: the edge mask on a branch of its own, beside the values and change bits (a graph's parallel nodes).
     // layout (the fast stream's, or nullptr where the caller lays out a stream of its own): run by the one-block
     // kernel after the stage, in which case queue returns true; else (false) the caller runs it after the stage.
-    // scan (one-block form only, else nullptr): the stage's kernel scans the tiles' counts first, into scan->offs
-    // and scan->totals (as exclusive_sum4_totals), and the count is their exceptions' total (d_k unused).
-    bool queue(const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs,
-               const unsigned long long *d_k, unsigned long long *ex_totals, GraphBranches &br, KernelTimer &timer,
-               const FastLayout *layout = nullptr, const CountsScan *scan = nullptr) const {
+    // tile_totals (one-block form only, else nullptr): the stage's kernel scans the tiles' counts first, into offs
+    // and tile_totals (as exclusive_sum4_totals), and the count is their exceptions' total (d_k unused); else offs
+    // holds that scan already.
+    bool queue(const T *x, const uint32_t *mwords, const uint4 *counts, uint4 *offs, const unsigned long long *d_k,
+               unsigned long long *ex_totals, GraphBranches &br, KernelTimer &timer, const FastLayout *layout = nullptr,
+               unsigned long long *tile_totals = nullptr) const {
         if (!k) return false;
         const cudaStream_t s = br.main();
         const uint64_t ntiles = code_tiles(n);
@@ -1315,8 +1310,8 @@ template <typename T> struct ExceptionStage {
         timer.begin("exceptions");
         if (one_block) {
             const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
-                                     ex_totals, scan ? counts : nullptr, scan ? scan->offs : nullptr, ntiles,
-                                     scan ? scan->totals : nullptr};
+                                     ex_totals, tile_totals ? counts : nullptr, tile_totals ? offs : nullptr,
+                                     ntiles, tile_totals};
             if (layout) k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, *layout);
             else k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, NoTail{});
             ZB_LAUNCHED("k_exceptions_encode_block");
@@ -1350,7 +1345,7 @@ template <typename T> struct ExceptionStage {
     }
 
     // k exceptions (known): carve, queue on s, then wait for the totals. scratch: 3 device words.
-    void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, const uint4 *offs, uint64_t n_,
+    void plan(Context &c, const T *x, const uint32_t *mwords, const uint4 *counts, uint4 *offs, uint64_t n_,
               uint64_t k_, unsigned long long *scratch, cudaStream_t s, KernelTimer &timer) {
         carve(c, n_, k_, s);
         GraphBranches serial(c, s, false);
@@ -1583,9 +1578,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         LayoutResult *host_result = static_cast<LayoutResult *>(result_mapping(c, q));
         const FastLayout layout{w, n, (uint32_t)sizeof(T), kcap, raw_bytes, out.capacity, rel, tmpl, b.hdr, b.crcs,
                                 host_result};
-        const CountsScan scan{b.offs, w->totals};
         if (!ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer,
-                      &layout, scan_in_stage ? &scan : nullptr)) {
+                      &layout, scan_in_stage ? w->totals : nullptr)) {
             k_fast_layout<<<1, 64, 0, q>>>(layout);
             ZB_LAUNCHED("k_fast_layout");
         }

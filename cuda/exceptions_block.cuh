@@ -20,17 +20,19 @@ namespace {
 
 // The value of exception j (rank among exceptions): run r = (ones of C in [0, j]) - 1 of the change bits, little-
 // endian bytes of the run values; false (and an error bit) where the change bits do not give a run.
-template <typename T>
-__device__ __forceinline__ bool exception_value(uint64_t j, const uint32_t *__restrict__ C,
-                                                const uint32_t *__restrict__ offR, uint64_t runs,
-                                                const uint8_t *__restrict__ values, uint32_t *__restrict__ err, T &v) {
+// I is the index type: uint64_t, or uint32_t in k_exceptions_block (where offR's offsets and runs are at most k, so
+// `ones` and the byte offset do not wrap).
+template <typename T, typename I>
+__device__ __forceinline__ bool exception_value(I j, const uint32_t *__restrict__ C, const uint32_t *__restrict__ offR,
+                                                I runs, const uint8_t *__restrict__ values, uint32_t *__restrict__ err,
+                                                T &v) {
     using U = typename FloatBits<T>::U;
-    const uint64_t ones = (uint64_t)offR[j >> 5] + __popc(C[j >> 5] & low_bits((int)(j & 31) + 1));
+    const I ones = (I)offR[j >> 5] + (I)__popc(C[j >> 5] & low_bits((int)(j & 31) + 1));
     if (ones == 0 || ones > runs) {
         set_error(err, kErrChangeBits);
         return false;
     }
-    const uint8_t *src_bytes = values + (ones - 1) * sizeof(T);
+    const uint8_t *src_bytes = values + (ones - 1) * (I)sizeof(T);
     U u = 0;
 #pragma unroll
     for (int b = 0; b < (int)sizeof(T); ++b) u |= (U)src_bytes[b] << (8 * b);
@@ -45,6 +47,12 @@ constexpr uint64_t kExcSharedIntervals = 4096;
 constexpr uint64_t kExcMaxFlagWords = 16384;  // edge flag words: arrays up to 2^26 values
 constexpr uint64_t kExcMaxStored = 2048;      // stored edge blocks
 constexpr uint64_t kExcMaxExceptions = 16384;
+// The kernel's indices are 32-bit (k_exceptions_block): the largest, an output index (a value index below
+// n <= 4096 * kExcMaxFlagWords, plus an offset below k), and the values' byte offsets (below 8k) must stay well below
+// 2^32, as the edges (at most 128 * kExcMaxStored).
+static_assert(kExcMaxFlagWords <= (uint64_t(1) << 18) && kExcMaxStored <= (uint64_t(1) << 22) &&
+                  kExcMaxExceptions <= (uint64_t(1) << 27),
+              "k_exceptions_block's 32-bit indices");
 
 // What the block needs besides the segments: the counts of ExceptionDecoder::init and the interval path's buffers.
 struct ExcBlockArgs {
@@ -68,80 +76,98 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
                    const uint8_t *__restrict__ values, T *__restrict__ out, uint32_t *__restrict__ err) {
     __shared__ BlockSum<kExcThreads> block_sum;
     __shared__ uint32_t s_len_off[kExcSharedIntervals];
-    const uint64_t tid = threadIdx.x;
+    // Every index here is 32-bit. The kernel runs only where ExceptionDecoder::init chose it: ng_edge <=
+    // kExcMaxFlagWords (nb_edge <= 2^19 blocks, so n <= 2^26; nb_edge >= 64 edge_stored > 0 rules out div_up's wrap
+    // at n near 2^64), edge_stored <= kExcMaxStored and 0 < k <= kExcMaxExceptions (nb_change <= 128, nw_change <=
+    // 512). So the stored blocks' indices and ranks stay at most 2^19, the positions below n, the edges at most 2^18,
+    // the change blocks' and runs' offsets at most k (static_assert above). The host's 64-bit fields made every
+    // counter, comparison and product two instructions or more, and this kernel, one block on one SM, is bound by
+    // its instruction issue. Values read back from block_of and edges (64-bit: the interval path's buffers) are
+    // narrowed only after the step that wrote them passed its checks. The two counts that init does not bound (runs
+    // from the header, change_stored from a segment's length) are compared in 64 bits, as BlockSum's sums are; runs
+    // is narrowed only once it equals the change bits' ones.
+    const uint32_t n = (uint32_t)a.n, k = (uint32_t)a.k, nb_edge = (uint32_t)a.nb_edge, ng_edge = (uint32_t)a.ng_edge;
+    const uint32_t edge_stored = (uint32_t)a.edge_stored, nb_change = (uint32_t)a.nb_change;
+    const uint32_t ng_change = (uint32_t)a.ng_change, nw_change = (uint32_t)a.nw_change;
+    const uint32_t tid = threadIdx.x;
     bool bad = false;
 
     // 1. Edge flags -> the index of each stored edge block (k_sparse_read_flags, k_edge_blocks).
-    uint64_t stored = 0;
-    for (uint64_t g0 = 0; g0 < a.ng_edge; g0 += kExcThreads) {
-        const uint64_t g = g0 + tid;
-        uint32_t fw = g < a.ng_edge ? sparse_flag_word(edge_flags, g, a.nb_edge, bad) : 0u;
-        uint64_t rank = block_sum.exclusive(__popc(fw), stored);
-        for (; fw && rank < a.edge_stored; fw &= fw - 1, ++rank) a.block_of[rank] = 32 * g + (__ffs(fw) - 1);
+    uint64_t stored = 0;  // BlockSum's sums are 64-bit
+    for (uint32_t g0 = 0; g0 < ng_edge; g0 += kExcThreads) {
+        const uint32_t g = g0 + tid;
+        uint32_t fw = g < ng_edge ? sparse_flag_word(edge_flags, g, nb_edge, bad) : 0u;
+        uint32_t rank = (uint32_t)block_sum.exclusive(__popc(fw), stored);  // at most 32 ng_edge
+        for (; fw && rank < edge_stored; fw &= fw - 1, ++rank) a.block_of[rank] = 32 * g + (__ffs(fw) - 1);
     }
-    if (block_failed(bad || stored != a.edge_stored, err, kErrEdgeSparse)) return;
+    if (block_failed(bad || stored != edge_stored, err, kErrEdgeSparse)) return;
 
     // 2. Stored blocks -> the edges' positions, in order (k_edge_counts, k_edge_positions).
-    uint64_t nedges = 0;
-    for (uint64_t j0 = 0; j0 < a.edge_stored; j0 += kExcThreads) {
-        const uint64_t j = j0 + tid;
-        const uint4 v = j < a.edge_stored ? load16(edge_blocks + 16 * j) : make_uint4(0, 0, 0, 0);
-        uint64_t at = block_sum.exclusive(popc16(v), nedges);
-        if (j >= a.edge_stored) continue;
+    uint64_t nedges64 = 0;
+    for (uint32_t j0 = 0; j0 < edge_stored; j0 += kExcThreads) {
+        const uint32_t j = j0 + tid;
+        const uint4 v = j < edge_stored ? load16(edge_blocks + 16 * j) : make_uint4(0, 0, 0, 0);
+        uint32_t at = (uint32_t)block_sum.exclusive(popc16(v), nedges64);
+        if (j >= edge_stored) continue;
+        // Written by step 1 for every rank below edge_stored (its count checked): below 32 ng_edge.
+        const uint32_t block = (uint32_t)a.block_of[j];
         const uint32_t words[4] = {v.x, v.y, v.z, v.w};
         for (int w = 0; w < 4; ++w)
             for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
-                const uint64_t pos = 128 * a.block_of[j] + 32 * (uint64_t)w + (uint64_t)(__ffs(bits) - 1);
-                if (pos >= a.n) bad = true;
+                const uint32_t pos = 128 * block + 32 * w + (__ffs(bits) - 1);
+                if (pos >= n) bad = true;
                 a.edges[at++] = pos;
             }
     }
     if (block_failed(bad, err, kErrEdgeBits)) return;
+    const uint32_t nedges = (uint32_t)nedges64;  // at most 128 edge_stored
 
     // 3. Intervals [edges[2i], edges[2i+1]) (the last one open to n when the count is odd): lengths and their
     // offsets, which are the ranks of their first exceptions (k_interval_lengths, its scan, k_expect_total).
-    const uint64_t intervals = (nedges + 1) / 2;
+    const uint32_t intervals = (nedges + 1) / 2;
     uint64_t total = 0;
-    for (uint64_t i0 = 0; i0 < intervals; i0 += kExcThreads) {
-        const uint64_t i = i0 + tid;
-        uint64_t len = 0;
+    for (uint32_t i0 = 0; i0 < intervals; i0 += kExcThreads) {
+        const uint32_t i = i0 + tid;
+        uint32_t len = 0;
         if (i < intervals) {
-            const uint64_t lo = a.edges[2 * i], hi = 2 * i + 1 < nedges ? a.edges[2 * i + 1] : a.n;
+            // Every edge below n (step 2).
+            const uint32_t lo = (uint32_t)a.edges[2 * i], hi = 2 * i + 1 < nedges ? (uint32_t)a.edges[2 * i + 1] : n;
             len = hi > lo ? hi - lo : 0;
-            if (len > a.k) {
+            if (len > k) {
                 bad = true;
                 len = 0;
             }
         }
-        const uint64_t off = block_sum.exclusive(len, total);
+        const uint32_t off = (uint32_t)block_sum.exclusive(len, total);  // below k < 2^32 when the total checks out
         if (i < intervals) {
-            a.len_off[i] = (uint32_t)off;  // below k < 2^32 when the total checks out
-            if (i < kExcSharedIntervals) s_len_off[i] = (uint32_t)off;
+            a.len_off[i] = off;
+            if (i < kExcSharedIntervals) s_len_off[i] = off;
         }
     }
-    if (block_failed(bad || total != a.k, err, kErrEdgeBits)) return;
+    if (block_failed(bad || total != k, err, kErrEdgeBits)) return;
 
     // 4. Change-bit flags and blocks -> the change bits C (k_sparse_read_flags, its scan, k_sparse_expand).
     uint64_t change_found = 0;
-    for (uint64_t g0 = 0; g0 < a.ng_change; g0 += kExcThreads) {
-        const uint64_t g = g0 + tid;
-        const uint32_t fw = g < a.ng_change ? sparse_flag_word(change_flags, g, a.nb_change, bad) : 0u;
-        const uint64_t off = block_sum.exclusive(__popc(fw), change_found);
-        if (g < a.ng_change) {
+    for (uint32_t g0 = 0; g0 < ng_change; g0 += kExcThreads) {
+        const uint32_t g = g0 + tid;
+        const uint32_t fw = g < ng_change ? sparse_flag_word(change_flags, g, nb_change, bad) : 0u;
+        const uint32_t off = (uint32_t)block_sum.exclusive(__popc(fw), change_found);  // at most nb_change
+        if (g < ng_change) {
             a.flagC[g] = fw;
-            a.offC[g] = (uint32_t)off;
+            a.offC[g] = off;
         }
     }
+    // change_stored is the change blocks segment's length / 16: 64 bits.
     if (block_failed(bad || change_found != a.change_stored, err, kErrChangeSparse)) return;
-    const uint64_t change_bytes = (a.k + 7) / 8;
-    for (uint64_t b = tid; b < a.nb_change; b += kExcThreads) {
+    const uint32_t change_bytes = (k + 7) / 8;
+    for (uint32_t b = tid; b < nb_change; b += kExcThreads) {
         const uint32_t fw = a.flagC[b >> 5];
         const int bit = (int)(b & 31);
         uint4 v = make_uint4(0, 0, 0, 0);
         if ((fw >> bit) & 1) {
-            v = load16(change_blocks + 16 * ((uint64_t)a.offC[b >> 5] + __popc(fw & low_bits(bit))));
+            v = load16(change_blocks + 16 * (a.offC[b >> 5] + __popc(fw & low_bits(bit))));
             // Bytes past the end of the string must be zero, as the encoder wrote them.
-            if (b == a.nb_change - 1 && !tail_bytes_zero(v, change_bytes - 16 * (a.nb_change - 1))) bad = true;
+            if (b == nb_change - 1 && !tail_bytes_zero(v, change_bytes - 16 * (nb_change - 1))) bad = true;
         }
         reinterpret_cast<uint4 *>(a.C)[b] = v;
     }
@@ -150,33 +176,36 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
     // 5. Change bits: none past k, the first one set, `runs` in all; each word's run offset (k_change_check, its
     // scan, k_expect_total).
     uint64_t ones = 0;
-    for (uint64_t w0 = 0; w0 < a.nw_change; w0 += kExcThreads) {
-        const uint64_t w = w0 + tid;
+    for (uint32_t w0 = 0; w0 < nw_change; w0 += kExcThreads) {
+        const uint32_t w = w0 + tid;
         uint32_t c = 0;
-        if (w < a.nw_change) {
+        if (w < nw_change) {
             c = a.C[w];
-            const uint32_t valid = low_bits(valid_bits(w, a.k));
+            const uint32_t valid = low_bits(valid_bits(w, k));
             if ((c & ~valid) || (w == 0 && !(c & 1u))) bad = true;
             c &= valid;
         }
-        const uint64_t off = block_sum.exclusive(__popc(c), ones);
-        if (w < a.nw_change) a.offR[w] = (uint32_t)off;
+        const uint32_t off = (uint32_t)block_sum.exclusive(__popc(c), ones);  // at most k
+        if (w < nw_change) a.offR[w] = off;
     }
+    // runs is the header's: 64 bits; equal to the ones, it is at most k.
     if (block_failed(bad || ones != a.runs, err, kErrChangeBits)) return;
+    const uint32_t runs = (uint32_t)a.runs;
 
     // 6. Each exception's value at its position (k_scatter_intervals): rank j lies in the last interval whose
-    // offset is <= j.
+    // offset is <= j (offset 0 for the first, so j - first does not wrap).
     const bool offsets_shared = intervals <= kExcSharedIntervals;
-    for (uint64_t j = tid; j < a.k; j += kExcThreads) {
-        uint64_t lo = 0, hi = intervals;
+    for (uint32_t j = tid; j < k; j += kExcThreads) {
+        uint32_t lo = 0, hi = intervals;
         while (hi - lo > 1) {
-            const uint64_t mid = (lo + hi) / 2;
+            const uint32_t mid = (lo + hi) / 2;
             if ((offsets_shared ? s_len_off[mid] : a.len_off[mid]) <= j) lo = mid;
             else hi = mid;
         }
-        const uint64_t first = offsets_shared ? s_len_off[lo] : a.len_off[lo];
+        const uint32_t first = offsets_shared ? s_len_off[lo] : a.len_off[lo];
         T v;
-        if (exception_value<T>(j, a.C, a.offR, a.runs, values, err, v)) out[a.edges[2 * lo] + (j - first)] = v;
+        if (exception_value<T>(j, a.C, a.offR, runs, values, err, v))
+            out[(uint32_t)a.edges[2 * lo] + (j - first)] = v;
     }
 }
 

@@ -60,18 +60,11 @@ struct ExcEncodeArgs {
     unsigned long long *scan_totals;
 };
 
-// 32-bit forms of zb_format.h's div_up and gpu_device.cuh's valid_bits (both 64-bit), for the kernel's indices.
-__device__ __forceinline__ uint32_t div_up32(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
-__device__ __forceinline__ int valid_bits32(uint32_t w, uint32_t nbits) {
-    const uint32_t start = w * 32;
-    return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
-}
-
 // Bits of block b (words 4b .. 4b+3: values 128b .. 128b+127) at or past n cleared (only the last block has any).
 __device__ __forceinline__ uint4 clear_past_n(uint4 v, uint32_t b, uint32_t n) {
     if (128 * (b + 1) <= n) return v;
-    return make_uint4(v.x & low_bits(valid_bits32(4 * b, n)), v.y & low_bits(valid_bits32(4 * b + 1, n)),
-                      v.z & low_bits(valid_bits32(4 * b + 2, n)), v.w & low_bits(valid_bits32(4 * b + 3, n)));
+    return make_uint4(v.x & low_bits(valid_bits(4 * b, n)), v.y & low_bits(valid_bits(4 * b + 1, n)),
+                      v.z & low_bits(valid_bits(4 * b + 2, n)), v.w & low_bits(valid_bits(4 * b + 3, n)));
 }
 
 // Mask words of block b, bits at or past n cleared; zero past the blocks.
@@ -109,7 +102,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     // 1. Warp w takes the edge flag groups [g_begin, g_end) (32 mask blocks each, lane l block 32g + l): the edge
     //    mask E = M xor (M << 1) of its non-zero blocks, the flag words, its stored blocks and each group's
     //    exceptions.
-    const uint32_t ng_edge = div_up32(nb_edge, 32), per_warp = div_up32(ng_edge, kExcEncWarps);
+    const uint32_t ng_edge = (uint32_t)div_up(nb_edge, 32), per_warp = (uint32_t)div_up(ng_edge, kExcEncWarps);
     const uint32_t g_begin = min(ng_edge, warp * per_warp), g_end = min(ng_edge, g_begin + per_warp);
     uint32_t edges_stored = 0, exceptions_seen = 0;  // this warp's (the same in every lane)
     for (uint32_t g0 = g_begin; g0 < g_end; g0 += kExcEncBatch) {
@@ -193,7 +186,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
 
     // 3. Change bits C[j] = (j == 0 || V[j] != V[j-1]) over the carved words (zero past k), each thread a run of
     //    words, and the runs before each word (offR).
-    const uint32_t nw_change = 4 * nb_change, per_thread = div_up32(nw_change, kExcEncThreads);
+    const uint32_t nw_change = 4 * nb_change, per_thread = (uint32_t)div_up(nw_change, kExcEncThreads);
     const uint32_t w_begin = min(nw_change, threadIdx.x * per_thread), w_end = min(nw_change, w_begin + per_thread);
     uint32_t my_runs = 0;
     for (uint32_t w = w_begin; w < w_end; ++w) {
@@ -217,7 +210,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     __syncthreads();  // C complete
 
     // 4. The change bits' flag words (a warp per group of 32 blocks) and their offsets.
-    const uint32_t ng_change = div_up32(nb_change, 32);
+    const uint32_t ng_change = (uint32_t)div_up(nb_change, 32);
     for (uint32_t g = warp; g < ng_change; g += kExcEncWarps) {
         const uint32_t b = 32 * g + lane;
         const bool stored = b < nb_change && any_bits(*reinterpret_cast<const uint4 *>(a.C + 4 * b));
@@ -240,12 +233,6 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     }
 }
 
-struct AddUint4 {
-    __device__ uint4 operator()(const uint4 &a, const uint4 &b) const {
-        return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-    }
-};
-
 // The tiles' counts' exclusive scan into a.offs, and the sums of their x, y and z into a.scan_totals, as
 // exclusive_sum4_totals makes them, by the whole block. Returns the exceptions' total (z) in every thread.
 template <typename U>
@@ -257,10 +244,10 @@ __device__ __forceinline__ uint64_t scan_tile_counts(const ExcEncodeArgs<U> &a) 
     for (uint64_t t0 = 0; t0 < a.ntiles; t0 += kExcEncThreads) {
         const uint64_t t = t0 + threadIdx.x;
         uint4 before, total;
-        Scan(scan_tmp).ExclusiveScan(t < a.ntiles ? a.counts[t] : zero, before, zero, AddUint4(), total);
+        Scan(scan_tmp).ExclusiveScan(t < a.ntiles ? a.counts[t] : zero, before, zero, AddU4(), total);
         __syncthreads();  // scan_tmp again in the next round
-        if (t < a.ntiles) a.offs[t] = AddUint4()(running, before);
-        running = AddUint4()(running, total);
+        if (t < a.ntiles) a.offs[t] = AddU4()(running, before);
+        running = AddU4()(running, total);
     }
     if (threadIdx.x == 0) {
         a.scan_totals[0] = running.x;

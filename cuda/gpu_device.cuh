@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <type_traits>
 #include "zb_div32.h"
 #include "zb_quant.h"
 #include "zb_transpose8.h"
@@ -108,6 +109,13 @@ __device__ __forceinline__ uint4 load16(const uint8_t *src) {
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Lane-wise sum of uint4s (scan operator).
+struct AddU4 {
+    __host__ __device__ uint4 operator()(const uint4 &a, const uint4 &b) const {
+        return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    }
+};
+
 __device__ __forceinline__ bool any_bits(uint4 v) { return (v.x | v.y | v.z | v.w) != 0; }
 __device__ __forceinline__ uint32_t popc16(uint4 v) { return __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w); }
 
@@ -123,17 +131,21 @@ __device__ __forceinline__ uint32_t existing_bits(uint64_t i, int count, uint64_
     return i >= n ? 0u : low_bits(n - i < (uint64_t)count ? (int)(n - i) : count);
 }
 
-// Number of valid bits in 32-bit word w of a bit string of `nbits` bits.
-__device__ __forceinline__ int valid_bits(uint64_t w, uint64_t nbits) {
-    const uint64_t start = w * 32;
+// Number of valid bits in 32-bit word w of a bit string of `nbits` bits. I is the index type: uint64_t, or uint32_t
+// in the one-block kernels, whose bounds keep 32 nbits below 2^32 and which are bound by instruction issue.
+template <typename I>
+__device__ __forceinline__ int valid_bits(I w, I nbits) {
+    static_assert(std::is_unsigned<I>::value, "an unsigned index type");
+    const I start = w * 32;
     return start >= nbits ? 0 : (nbits - start >= 32 ? 32 : (int)(nbits - start));
 }
 
 // Flag word g (blocks 32g .. 32g+31) of a sparse pass's flag bytes (docs/FORMAT.md section 5), the bits at or past
 // nblocks cleared; `stray` is set where any of them was set (a corrupt stream).
-__device__ __forceinline__ uint32_t sparse_flag_word(const uint8_t *__restrict__ flag_bytes, uint64_t g,
-                                                     uint64_t nblocks, bool &stray) {
-    const uint64_t nbytes = (nblocks + 7) / 8;
+template <typename I>
+__device__ __forceinline__ uint32_t sparse_flag_word(const uint8_t *__restrict__ flag_bytes, I g, I nblocks,
+                                                     bool &stray) {
+    const I nbytes = (nblocks + 7) / 8;
     uint32_t fw = 0;
     for (int b = 0; b < 4; ++b)
         if (4 * g + b < nbytes) fw |= (uint32_t)flag_bytes[4 * g + b] << (8 * b);
@@ -144,9 +156,9 @@ __device__ __forceinline__ uint32_t sparse_flag_word(const uint8_t *__restrict__
 
 // Whether the bytes of a string's last 16-byte block v past its `used` bytes (1..16) are zero, as an encoder writes
 // them.
-__device__ __forceinline__ bool tail_bytes_zero(uint4 v, uint64_t used) {
+__device__ __forceinline__ bool tail_bytes_zero(uint4 v, uint32_t used) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    for (uint64_t i = used; i < 16; ++i)
+    for (uint32_t i = used; i < 16; ++i)
         if ((w[i >> 2] >> (8 * (i & 3))) & 0xFF) return false;
     return true;
 }

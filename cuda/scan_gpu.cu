@@ -19,12 +19,6 @@ struct AddU32 {
     __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a + b; }
 };
 
-struct AddU4 {
-    __host__ __device__ uint4 operator()(const uint4 &a, const uint4 &b) const {
-        return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-    }
-};
-
 // Segmented sum on (head, value) pairs: a head restarts the sum (see decode.cuh). Identity (0, 0).
 struct SegSumU2 {
     __host__ __device__ uint2 operator()(const uint2 &a, const uint2 &b) const {
