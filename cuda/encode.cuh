@@ -1036,10 +1036,10 @@ __device__ __forceinline__ void put_fast_header_fields(uint8_t *__restrict__ hdr
 }
 
 // The stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
-// raw-passthrough and capacity decisions (w->status), by thread 0. For a stream to be written, the block then copies
-// the header tmpl to hdr, and thread 0 fills in its flags, counts, segment table and (REL) bound; the checksums are
-// sealed last (piece_crcs_seal_at), for which the block zeroes the payload's piece CRCs (crcs) and sets the ticket:
-// no memset node before that kernel. kcap: the exceptions the exception stage had room for. host_result
+// raw-passthrough and capacity decisions (w->status), by thread 0, which fills in the header's flags, counts, segment
+// table and (REL) bound in a shared copy of the template tmpl; for a stream to be written, the block then copies the
+// header to hdr. The checksums are sealed last (piece_crcs_seal_at), for which the block zeroes the payload's piece
+// CRCs (crcs) and sets the ticket: no memset node before that kernel. kcap: the exceptions the exception stage had room for. host_result
 // (result_mapping, or nullptr): the result for the host written there too, so that no node after the stream's
 // writers has to. Run by k_fast_layout, or at the end of the one-block exception kernel (one node less); contains
 // barriers: call it from every thread of the block.
@@ -1056,37 +1056,53 @@ struct FastLayout {
 
     __device__ void operator()() const {
         __shared__ uint64_t status, pieces;
-        FastCounts fc{};
-        uint64_t len[kFastSegmentCount];
-        uint8_t flags = 0;
+        // The header is made in shared memory and copied out by the block: thread 0's byte stores to hdr (global)
+        // made each later read of w wait for them, about 3 us at 4 MB (NOTES 134).
+        __shared__ uint8_t s_hdr[kFastHeaderBytes];
+        for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) s_hdr[i] = tmpl.b[i];
+        __syncthreads();
         if (threadIdx.x == 0) {
-            const unsigned long long k = w->totals[2];
+            // Every word of w that thread 0 needs, read before it writes any (the writes below could alias them).
+            unsigned long long totals[3], ex_totals[3];
+            for (int i = 0; i < 3; ++i) {
+                totals[i] = w->totals[i];
+                ex_totals[i] = w->ex_totals[i];
+            }
+            const double eb = rel ? w->qp.eb : 0.0;
+            const unsigned long long k = totals[2];
+            FastCounts fc{};
+            uint64_t off[kFastSegmentCount], len[kFastSegmentCount];
             uint64_t payload_len = 0, stream_len = 0;
+            uint8_t flags = 0;
             if (k > kcap) {
                 status = kLayoutOverCap;
             } else {
                 const bool ex = k != 0;
-                fc = FastCounts{n, value_bytes, w->totals[0], w->totals[1], k, ex ? w->ex_totals[0] : 0,
-                                ex ? w->ex_totals[1] : 0, ex ? w->ex_totals[2] : 0};
+                fc = FastCounts{n, value_bytes, totals[0], totals[1], k, ex ? ex_totals[0] : 0,
+                                ex ? ex_totals[1] : 0, ex ? ex_totals[2] : 0};
                 flags = fast_segment_lengths(fc, len);
-                uint64_t off = 0;
                 for (int i = 0; i < kFastSegmentCount; ++i) {
-                    w->off[i] = off;
-                    w->len[i] = len[i];
-                    off += len[i];
+                    off[i] = payload_len;
+                    payload_len += len[i];
                 }
-                payload_len = off;
-                stream_len = kFastHeaderBytes + off;
-                w->payload_len = payload_len;
+                stream_len = kFastHeaderBytes + payload_len;
                 status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
+            }
+            if (status == kLayoutOk) put_fast_header_fields(s_hdr, flags, rel, eb, fc, off, len);
+            if (k <= kcap) {
+                for (int i = 0; i < kFastSegmentCount; ++i) {
+                    w->off[i] = off[i];
+                    w->len[i] = len[i];
+                }
+                w->payload_len = payload_len;
             }
             w->status = status;
             w->crc_ticket = ~0u;
             pieces = div_up(payload_len, (uint64_t)kChecksumPiece);
             // What the host reads back, every word written on every call (it copies this part only).
             LayoutResult r;
-            for (int i = 0; i < 3; ++i) r.totals[i] = w->totals[i];
-            r.eb = rel ? w->qp.eb : 0.0;
+            for (int i = 0; i < 3; ++i) r.totals[i] = totals[i];
+            r.eb = eb;
             r.payload_len = payload_len;
             r.stream_len = stream_len;
             r.status = status;
@@ -1096,9 +1112,7 @@ struct FastLayout {
         __syncthreads();
         if (status != kLayoutOk) return;
         for (uint64_t i = threadIdx.x; i < pieces; i += blockDim.x) crcs[i] = 0;
-        for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = tmpl.b[i];
-        __syncthreads();
-        if (threadIdx.x == 0) put_fast_header_fields(hdr, flags, rel, w->qp.eb, fc, w->off, len);
+        for (unsigned i = threadIdx.x; i < kFastHeaderBytes; i += blockDim.x) hdr[i] = s_hdr[i];
     }
 };
 
