@@ -318,7 +318,8 @@ TEST(GpuDeviceApi, PointWiseRelativeAutoAndCorrupt) {
 // Device calls repeated on the same buffers with the same parameters are replayed as a CUDA graph from the second
 // or third on (gpu_internal.h, GraphCache): every call must still give the CPU's bytes for what the input holds
 // now, including a raw-passthrough stream, more exceptions than the first round has room for, exceptions in a few
-// tiles only, and the calls after those. The exception stage in one block and (ZBOUND_GPU_EXCEPTION_BLOCK=0) in separate launches.
+// tiles only, and the calls after those. The exception stage in one block and (ZBOUND_GPU_EXCEPTION_BLOCK=0) in
+// separate launches.
 template <typename T> void repeated_calls(const char *exception_block) {
     const zbt::ScopedEnv form("ZBOUND_GPU_EXCEPTION_BLOCK", exception_block);
     const std::vector<size_t> dims{257, 511};
@@ -340,10 +341,10 @@ template <typename T> void repeated_calls(const char *exception_block) {
         const U bits = (sizeof(T) == 8 ? (U)0x7FF8000000000000ull : (U)0x7FC00000u) | (U)(i * 2654435761u % 65521 + 1);
         std::memcpy(&nan_payloads[i], &bits, sizeof(T));
     }
-    // Exception runs at the edges of the one-block stage's flag groups (4096 values, two tiles), whose groups with
-    // no exceptions in their tiles or the tile before it skips: a run ending at a group's last value (the edge is in
-    // the next group, whose tiles have none), one ending at a tile's last value inside a group, one across a group
-    // edge, single outliers on both sides of another.
+    // Exceptions in a few tiles only, at the edges of the one-block stage's edge flag groups (4096 values, two
+    // tiles): a run ending at a group's last value (the edge is in the next group, whose tiles have none), one
+    // ending at a tile's last value inside a group, one across a group edge, single outliers on both sides of
+    // another.
     auto group_edges = smooth;
     constexpr size_t kGroup = 4096;
     for (size_t i = 10 * kGroup - 3; i < 10 * kGroup; ++i) group_edges[i] = std::numeric_limits<T>::quiet_NaN();
