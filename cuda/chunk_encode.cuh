@@ -86,6 +86,7 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
     const uint4 tot = __ldcg(a.lb.incl + (a.ntiles - 1));
     const uint64_t n = a.dm.n, nnz = tot.x, esc = tot.y, k = tot.z;
     ChunkWords *w = a.w;
+    const double eb = a.rel ? w->qp.eb : 0.0;  // read before thread 0's stores below
     auto finish = [&](uint64_t status, uint64_t payload_len, uint64_t stream_len) {  // thread 0
         w->payload_len = payload_len;
         w->status = status;
@@ -93,7 +94,7 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
         r.totals[0] = nnz;
         r.totals[1] = esc;
         r.totals[2] = k;
-        r.eb = a.rel ? w->qp.eb : 0.0;
+        r.eb = eb;
         r.payload_len = payload_len;
         r.stream_len = stream_len;
         r.status = status;
@@ -170,7 +171,11 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
     uint64_t run_at = block_sum.exclusive(my_runs, runs);
     uint64_t change_at = block_sum.exclusive(my_blocks, stored_change_blocks);
 
-    // 4. The layout, the raw-passthrough and capacity decisions (as k_fast_layout's).
+    // 4. The layout, the raw-passthrough and capacity decisions (as k_fast_layout's), the header made in shared memory
+    //    (as FastLayout: thread 0's byte stores to global memory made its later reads of w wait on them).
+    __shared__ uint8_t s_hdr[kFastHeaderBytes];
+    for (size_t i = tid; i < kFastHeaderBytes; i += kTileThreads) s_hdr[i] = a.tmpl.b[i];
+    __syncthreads();
     if (tid == 0) {
         const FastCounts fc{n, sizeof(T), nnz, esc, k, stored_edge_blocks, stored_change_blocks, runs};
         const uint8_t flags = fast_segment_lengths(fc, lay.len);
@@ -182,13 +187,11 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
         const uint64_t stream_len = kFastHeaderBytes + off;
         lay.status = stream_len >= a.raw_bytes ? kLayoutRaw : stream_len > a.capacity ? kLayoutTooSmall : kLayoutOk;
         finish(lay.status, off, stream_len);
-        if (lay.status == kLayoutOk) {
-            for (size_t i = 0; i < kFastHeaderBytes; ++i) a.hdr[i] = a.tmpl.b[i];
-            put_fast_header_fields(a.hdr, flags, a.rel != 0, w->qp.eb, fc, lay.off, lay.len);
-        }
+        if (lay.status == kLayoutOk) put_fast_header_fields(s_hdr, flags, a.rel != 0, eb, fc, lay.off, lay.len);
     }
     __syncthreads();
     if (lay.status != kLayoutOk) return;
+    for (size_t i = tid; i < kFastHeaderBytes; i += kTileThreads) a.hdr[i] = s_hdr[i];
 
     // 5. Segments 2-7 at their offsets. Escapes are 4-byte aligned (the payload is, and segments 0 and 1 are
     //    multiples of 16 bytes); the rest is byte-aligned.
