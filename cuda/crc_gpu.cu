@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <vector>
+#include "dependent_launch.cuh"
 #include "gpu_internal.h"
 #include "zb_crc32c.h"
 
@@ -402,6 +403,7 @@ __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t *__restrict__ d_len,
                  const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint32_t *crcs,
                  uint32_t *ticket, uint32_t ticket_start, CrcFinish fin) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     __shared__ uint32_t tab[kPieceWords];
     __shared__ uint32_t warp_raw[kCrcWarps];
     __shared__ bool last;
@@ -463,8 +465,8 @@ void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t ma
     const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
     const unsigned grid = (unsigned)std::min(most, likely);
     auto kernel = slice == 256 ? k_piece_crc_last<256> : slice == 64 ? k_piece_crc_last<64> : k_piece_crc_last<16>;
-    kernel<<<grid, kCrcThreads, 0, s>>>(payload, max_len, d_len, d_status, c.d_crc, d_crcs, ticket, ticket_start, fin);
-    ZB_LAUNCHED("k_piece_crc_last");
+    launch_dependent("launch of k_piece_crc_last", kernel, grid, kCrcThreads, 0, s, payload, max_len, d_len, d_status,
+                     c.d_crc, d_crcs, ticket, ticket_start, fin);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "dependent_launch.cuh"
 #include "exceptions_block.cuh"
 #include "lookback.cuh"
 #include "gpu_device.cuh"
@@ -36,6 +37,7 @@ namespace {
 // ---- codes -------------------------------------------------------------------------------------------------------
 
 __global__ void k_tile_nnz(const uint32_t *__restrict__ flags, uint64_t ntiles, uint32_t *__restrict__ cnt) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= ntiles) return;
     uint32_t c = 0;
@@ -201,6 +203,7 @@ __global__ void __launch_bounds__(kTileThreads)
 k_decode(Src src, uint64_t ntiles, uint64_t n, uint64_t nx, FastDiv dx, uint64_t escapes, uint32_t *__restrict__ local,
          uint32_t *__restrict__ first_head, uint2 *__restrict__ tail, uint32_t *__restrict__ esc_cnt,
          uint32_t *__restrict__ err) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     __shared__ uint4 tile4[kTileWords / 4];
     __shared__ TileScan::TempStorage tmp;
     __shared__ uint32_t tile_esc, tile_head;
@@ -248,6 +251,7 @@ __global__ void __launch_bounds__(kTileThreads)
 k_patch_escapes(Src src, const uint32_t *__restrict__ esc_cnt, const uint32_t *__restrict__ esc_off, uint64_t ntiles,
                 uint64_t n, uint64_t nx, FastDiv dx, const int32_t *__restrict__ esc_vals, uint64_t escapes,
                 uint32_t *__restrict__ local, uint2 *__restrict__ tail, uint32_t *__restrict__ err) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     using CountScan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ uint4 tile4[kTileWords / 4];
     __shared__ TileScan::TempStorage tmp;
@@ -285,6 +289,7 @@ k_patch_escapes(Src src, const uint32_t *__restrict__ esc_cnt, const uint32_t *_
 // the tile's first row start: xc[t] = (first_head[t], carry).
 __global__ void k_pack_carries(const uint32_t *__restrict__ first_head, const uint2 *__restrict__ carry, uint64_t ntiles,
                                uint2 *__restrict__ xc) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < ntiles) xc[t] = make_uint2(first_head[t], carry[t].y);
 }
@@ -528,6 +533,7 @@ template <typename T, int Rows, bool XCarry, YzMode Mode>
 __global__ void __launch_bounds__(512)
 k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, YzShape a, uint32_t *__restrict__ planes,
             T *__restrict__ out, double twoeb, YzLookback lb) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     extern __shared__ uint32_t yz_sums[];  // [2][kYzLayers][warps][32]
     __shared__ uint32_t block_index, nearest;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -617,6 +623,7 @@ k_yz_prefix(const uint32_t *__restrict__ local, const uint2 *__restrict__ xc, Yz
 // part-fastest and scanned by k_line_scan_short, each thread walking its own parts one load at a time: 13.4 us at 4
 // MB for 32 parts against 4.6; NOTES 112.)
 __global__ void k_plane_scan(uint32_t *__restrict__ planes, uint64_t points, uint64_t segs, uint64_t parts) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= segs * points) return;
     const uint64_t seg = t / points;
@@ -695,8 +702,8 @@ void launch_yz_mode(const YzPlan &p, bool x_carry, const uint32_t *local, const 
                     double twoeb, cudaStream_t s, const YzLookback &lb = YzLookback{}) {
     auto kernel = yz_kernel<T, Mode>(p.rows, x_carry);
     const size_t smem = yz_smem_bytes(p.warps);
-    kernel<<<(unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s>>>(local, xc, p.shape, planes, out, twoeb, lb);
-    ZB_LAUNCHED("k_yz_prefix");
+    launch_dependent("launch of k_yz_prefix", kernel, (unsigned)p.blocks, (unsigned)(p.warps * 32), smem, s, local, xc,
+                     p.shape, planes, out, twoeb, lb);
 }
 
 // The y and z prefix of a rank-3 array by plan p (p.applies): one walk, or sums, their scan and the walk from the
@@ -716,8 +723,8 @@ void launch_yz_prefix(const YzPlan &p, const uint32_t *local, const uint2 *xc, u
     }
     launch_yz_mode<T, YzMode::kSums>(p, x_carry, local, xc, planes, out, twoeb, s);
     const uint64_t points = p.shape.ny * p.shape.nx, segs = p.plane_words() / (p.shape.parts * points);
-    k_plane_scan<<<grid_for(segs * points, 128), 128, 0, s>>>(planes, points, segs, p.shape.parts);
-    ZB_LAUNCHED("k_plane_scan");
+    launch_dependent("launch of k_plane_scan", k_plane_scan, grid_for(segs * points, 128), 128, 0, s, planes, points,
+                     segs, p.shape.parts);
     launch_yz_mode<T, YzMode::kApply>(p, x_carry, local, xc, planes, out, twoeb, s);
 }
 
@@ -957,8 +964,8 @@ struct ExceptionDecoder {
             const ExcBlockArgs a{n,         k,     runs,       nb_edge, ng_edge, edge_stored, nb_change, ng_change,
                                  nw_change, change_blocks_len / kBlockBytes, block_of, edges, len_off, flagC, offC, C,
                                  offR};
-            k_exceptions_block<T><<<1, kExcThreads, 0, s>>>(a, seg[0], seg[1], seg[2], seg[3], seg[4], out, err);
-            ZB_LAUNCHED("k_exceptions_block");
+            launch_dependent("launch of k_exceptions_block", k_exceptions_block<T>, 1, kExcThreads, 0, s, a, seg[0],
+                             seg[1], seg[2], seg[3], seg[4], out, err);
             return;
         }
         size_t tb;
@@ -1083,20 +1090,18 @@ struct LorenzoInverse {
     void tiles(const Src &src, const int32_t *esc_vals, uint64_t escapes, uint32_t *err, void *temp, size_t temp_bytes,
                cudaStream_t s) const {
         size_t tb;
-        k_decode<Src><<<(unsigned)ntiles, kTileThreads, 0, s>>>(src, ntiles, n, row_len, dx, escapes, q, first_head,
-                                                               tail, esc_cnt, err);
-        ZB_LAUNCHED("k_decode");
+        launch_dependent("launch of k_decode", k_decode<Src>, (unsigned)ntiles, kTileThreads, 0, s, src, ntiles, n,
+                         row_len, dx, escapes, q, first_head, tail, esc_cnt, err);
         if (escapes) {
             tb = temp_bytes;
             exclusive_sum(temp, tb, esc_cnt, esc_off, ntiles, s);
-            k_patch_escapes<Src><<<(unsigned)ntiles, kTileThreads, 0, s>>>(src, esc_cnt, esc_off, ntiles, n, row_len,
-                                                                          dx, esc_vals, escapes, q, tail, err);
-            ZB_LAUNCHED("k_patch_escapes");
+            launch_dependent("launch of k_patch_escapes", k_patch_escapes<Src>, (unsigned)ntiles, kTileThreads, 0, s,
+                             src, esc_cnt, esc_off, ntiles, n, row_len, dx, esc_vals, escapes, q, tail, err);
         }
         tb = temp_bytes;
         exclusive_segmented_sum(temp, tb, tail, carry, ntiles, s);
-        k_pack_carries<<<grid_for(ntiles, 256), 256, 0, s>>>(first_head, carry, ntiles, xc);
-        ZB_LAUNCHED("k_pack_carries");
+        launch_dependent("launch of k_pack_carries", k_pack_carries, grid_for(ntiles, 256), 256, 0, s, first_head,
+                         carry, ntiles, xc);
     }
     // The rest of the N-D inclusive prefix sum (y, then z), the last pass fused with dequantization into out.
     // yz_lb: the y/z walk's look-back words (chunk sizes, launch_yz_prefix), or none.
@@ -1143,6 +1148,7 @@ struct LorenzoInverse {
 // at zero (the piece CRCs and their ticket), which would otherwise take two memset nodes, one of them on the path.
 __global__ void k_copy_in(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, uint64_t len,
                           uint32_t *__restrict__ err, uint32_t *__restrict__ zero, uint64_t zero_words) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (uint64_t)gridDim.x * blockDim.x;
     if (first == 0) *err = 0;
     for (uint64_t i = first; i < zero_words; i += stride) zero[i] = 0;
@@ -1270,8 +1276,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
             ZB_CUDA(cudaMemsetAsync(b.cw, 0, b.zero_end - reinterpret_cast<uint8_t *>(b.cw), q));
         } else if (capturing) {
             const unsigned grid = std::min(grid_for(div_up(len, 8), 256), 8u * (unsigned)c.sm_count);
-            k_copy_in<<<grid, 256, 0, q>>>(src_payload, b.payload, len, b.err, b.crcs, crc_words);
-            ZB_LAUNCHED("k_copy_in");
+            launch_dependent("launch of k_copy_in", k_copy_in, grid, 256, 0, q, src_payload, b.payload, len, b.err,
+                             b.crcs, crc_words);
         } else if (src_on_device) {
             if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, q));
         } else {
@@ -1306,8 +1312,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
                 k_chunk_decode<<<(unsigned)ntiles, kTileThreads, 0, q>>>(a);
                 ZB_LAUNCHED("k_chunk_decode");
             } else {
-                k_tile_nnz<<<grid_for(ntiles, 256), 256, 0, q>>>(src.flags, ntiles, b.cnt);
-                ZB_LAUNCHED("k_tile_nnz");
+                launch_dependent("launch of k_tile_nnz", k_tile_nnz, grid_for(ntiles, 256), 256, 0, q, src.flags,
+                                 ntiles, b.cnt);
                 tb = scan_bytes;
                 exclusive_sum(b.temp, tb, b.cnt, b.off, ntiles, q);
                 li.tiles(src, reinterpret_cast<const int32_t *>(seg(kSegEscapes)), h.escapes, b.err, b.temp,

@@ -37,6 +37,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include "dependent_launch.cuh"
 #include "exceptions_encode_block.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
@@ -145,6 +146,7 @@ template <typename T, bool Aligned>
 __global__ void __launch_bounds__(256)
 k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys, double bound,
         QuantParams *__restrict__ qp) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     using U = typename FloatBits<T>::U;
     using Reduce = cub::BlockReduce<unsigned long long, 256>;
     __shared__ typename Reduce::TempStorage tmp;
@@ -222,6 +224,7 @@ template <typename T, bool Aligned, bool FromDevice>
 __global__ void __launch_bounds__(256, 8)
 k_quantize(const T *__restrict__ x, uint64_t n, QuantParams qp, const QuantParams *__restrict__ d_qp,
            uint32_t *__restrict__ q, uint32_t *__restrict__ mwords) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, i = 4 * thread;
     T v[4];
     load4<T, Aligned>(x, i, n, v);
@@ -544,6 +547,7 @@ template <int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads)
 k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, uint4 *__restrict__ dense,
          uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = blockIdx.x, e = t * kTileCodes + 8 * (uint64_t)threadIdx.x;
     const GlobalQ src{q};
     Rows8 r;
@@ -744,6 +748,7 @@ template <int Rank>
 __global__ void __launch_bounds__(kTileThreads)
 k_escapes(const uint32_t *__restrict__ q, Dims dm, const uint4 *__restrict__ counts, const uint4 *__restrict__ offs,
           uint8_t *__restrict__ pay, const EncodeWords *__restrict__ w, int32_t *__restrict__ dst, CodeStyle cs) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     const uint64_t t = blockIdx.x;
@@ -810,6 +815,7 @@ k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords
                     const uint4 *__restrict__ offs, uint64_t ntiles, uint32_t per_block,
                     typename FloatBits<T>::U *__restrict__ V, const unsigned long long *__restrict__ d_k,
                     uint64_t kcap) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     using Scan = cub::BlockScan<uint32_t, kTileThreads>;
     __shared__ typename Scan::TempStorage tmp;
     __shared__ uint32_t listed, list[kTileThreads];  // tiles of this block with exceptions (any order)
@@ -841,6 +847,7 @@ k_gather_exceptions(const T *__restrict__ x, const uint32_t *__restrict__ mwords
 // back by sparse_flags took 39 us of a 1 GB compression, ncu.)
 __global__ void k_edge_flags(const uint4 *__restrict__ M4, uint64_t nblocks, uint64_t n, uint4 *__restrict__ E4,
                              uint32_t *__restrict__ flagwords, uint32_t *__restrict__ counts) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t g = b >> 5;
     if ((g << 5) >= nblocks) return;  // the whole warp is past the end
@@ -870,6 +877,7 @@ __global__ void k_edge_flags(const uint4 *__restrict__ M4, uint64_t nblocks, uin
 template <typename U>
 __global__ void k_change_bits(const U *__restrict__ V, uint64_t k, uint64_t nwords, uint32_t *__restrict__ C,
                               uint32_t *__restrict__ cnt, const unsigned long long *__restrict__ d_k) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, j = 4 * t;
     const int lane = threadIdx.x & 31;
     if ((t - lane) / 8 >= nwords) return;   // the warp's first word is past the end (whole warps)
@@ -903,6 +911,7 @@ template <typename U>
 __global__ void k_runs(const U *__restrict__ V, uint64_t nwords, uint32_t per_warp, const uint32_t *__restrict__ C,
                        const uint32_t *__restrict__ offR, uint8_t *__restrict__ dst,
                        const EncodeWords *__restrict__ words) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * per_warp;  // the warp's first word
     const int lane = threadIdx.x & 31;
     if (w0 >= nwords) return;   // the whole warp is past the end
@@ -951,8 +960,8 @@ inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint3
     auto kernel = rank == 1 ? k_encode<1, false>
                   : rank == 2 ? (vec ? k_encode<2, true> : k_encode<2, false>)
                               : (vec ? k_encode<3, true> : k_encode<3, false>);
-    kernel<<<(unsigned)ntiles, kTileThreads, 0, s>>>(q, mwords, dm, dense, flags, counts);
-    ZB_LAUNCHED("k_encode");
+    launch_dependent("launch of k_encode", kernel, (unsigned)ntiles, kTileThreads, 0, s, q, mwords, dm, dense, flags,
+                     counts);
 }
 
 inline void launch_codes16(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
@@ -970,13 +979,9 @@ inline void launch_codes16(int rank, uint64_t ntiles, cudaStream_t s, const uint
 inline void launch_escapes(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const Dims &dm,
                            const uint4 *counts, const uint4 *offs, uint8_t *pay, const EncodeWords *w,
                            int32_t *dst = nullptr, CodeStyle cs = CodeStyle{kFastRadius, 0}) {
-    const unsigned grid = (unsigned)ntiles;
-    switch (rank) {
-        case 1: k_escapes<1><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
-        case 2: k_escapes<2><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
-        default: k_escapes<3><<<grid, kTileThreads, 0, s>>>(q, dm, counts, offs, pay, w, dst, cs); break;
-    }
-    ZB_LAUNCHED("k_escapes");
+    auto kernel = rank == 1 ? k_escapes<1> : rank == 2 ? k_escapes<2> : k_escapes<3>;
+    launch_dependent("launch of k_escapes", kernel, (unsigned)ntiles, kTileThreads, 0, s, q, dm, counts, offs, pay, w,
+                     dst, cs);
 }
 
 // The form of k_quantize_encode for the rank and row alignment (as launch_encode's).
@@ -1116,12 +1121,16 @@ struct FastLayout {
     }
 };
 
-__global__ void k_fast_layout(FastLayout layout) { layout(); }
+__global__ void k_fast_layout(FastLayout layout) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
+    layout();
+}
 
 // The flag segments of the exception masks (blockIdx.y 0: edges, 1: changes) at their offsets in a stream laid out on
 // the device: the flag words' bytes, or zeros where there are no exceptions (the edge flags are never empty).
 __global__ void k_put_flags(const EncodeWords *__restrict__ w, uint8_t *__restrict__ pay,
                             const uint32_t *__restrict__ flagE, const uint32_t *__restrict__ flagC) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     if (w->status != kLayoutOk) return;
     const int seg = blockIdx.y ? kSegChangeFlags : kSegEdgeFlags;
     const uint64_t len = w->len[seg];
@@ -1186,8 +1195,7 @@ void queue_range_kernel(const Context &c, const T *x, uint64_t n, const zb_param
                         QuantParams *qp, cudaStream_t s) {
     auto kernel = reinterpret_cast<uintptr_t>(x) % 16 == 0 ? k_range<T, true> : k_range<T, false>;
     const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * kRangeLoads), (uint64_t)c.sm_count * 8);
-    kernel<<<grid, 256, 0, s>>>(x, n, p.has_fill, p.fill_bits, keys, p.bound, qp);
-    ZB_LAUNCHED("k_range");
+    launch_dependent("launch of k_range", kernel, grid, 256, 0, s, x, n, p.has_fill, p.fill_bits, keys, p.bound, qp);
 }
 
 // Queues the min and max keys of the finite non-fill values of x into scratch (kRangeWords device words; the max
@@ -1326,26 +1334,27 @@ template <typename T> struct ExceptionStage {
             const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
                                      ex_totals, tile_totals ? counts : nullptr, tile_totals ? offs : nullptr,
                                      ntiles, tile_totals};
-            if (layout) k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, *layout);
-            else k_exceptions_encode_block<T><<<1, kExcEncThreads, 0, s>>>(x, mwords, a, NoTail{});
-            ZB_LAUNCHED("k_exceptions_encode_block");
+            const char *what = "launch of k_exceptions_encode_block";
+            if (layout) launch_dependent(what, k_exceptions_encode_block<T, FastLayout>, 1, kExcEncThreads, 0, s, x,
+                                         mwords, a, *layout);
+            else launch_dependent(what, k_exceptions_encode_block<T, NoTail>, 1, kExcEncThreads, 0, s, x, mwords, a,
+                                  NoTail{});
             timer.end();
             return layout != nullptr;
         }
         br.fork(1);
         const cudaStream_t se = br.stream(0);
-        k_edge_flags<<<grid_for(ng_edge * 32, 256), 256, 0, se>>>(reinterpret_cast<const uint4 *>(mwords), nb_edge, n,
-                                                                  reinterpret_cast<uint4 *>(E), flagE, cntE);
-        ZB_LAUNCHED("k_edge_flags");
+        launch_dependent("launch of k_edge_flags", k_edge_flags, grid_for(ng_edge * 32, 256), 256, 0, se,
+                         reinterpret_cast<const uint4 *>(mwords), nb_edge, n, reinterpret_cast<uint4 *>(E), flagE,
+                         cntE);
         size_t tbe = ex_scan_bytes;
         exclusive_sum(temp_edges, tbe, cntE, offE, ng_edge, se);
         const uint32_t per_block = gather_tiles(ntiles, d_k ? 0 : k);
-        k_gather_exceptions<T><<<(unsigned)div_up(ntiles, per_block), kTileThreads, 0, s>>>(
-            x, mwords, counts, offs, ntiles, per_block, V, d_k, k);
-        ZB_LAUNCHED("k_gather_exceptions");
+        launch_dependent("launch of k_gather_exceptions", k_gather_exceptions<T>, (unsigned)div_up(ntiles, per_block),
+                         kTileThreads, 0, s, x, mwords, counts, offs, ntiles, per_block, V, d_k, k);
         size_t tb;
-        k_change_bits<U><<<grid_for(nw_change * 8, 256), 256, 0, s>>>(V, k, nw_change, C, cntR, d_k);
-        ZB_LAUNCHED("k_change_bits");
+        launch_dependent("launch of k_change_bits", k_change_bits<U>, grid_for(nw_change * 8, 256), 256, 0, s, V, k,
+                         nw_change, C, cntR, d_k);
         tb = ex_scan_bytes;
         exclusive_sum(temp, tb, cntR, offR, nw_change, s);
         sparse_flags(C, nb_change, flagC, cntC, s);
@@ -1384,17 +1393,16 @@ template <typename T> struct ExceptionStage {
         sparse_copy(C, nb_change, change_nnz, flagC, offC, 1, 1, change_blocks, s);
         const uint64_t nwords = div_up(k, 32);   // C is zero past k
         const uint32_t per_warp = runs_per_warp(nwords, sm_count);
-        k_runs<U><<<grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s>>>(V, nwords, per_warp, C, offR, values,
-                                                                                nullptr);
-        ZB_LAUNCHED("k_runs");
+        launch_dependent("launch of k_runs", k_runs<U>, grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s, V,
+                         nwords, per_warp, C, offR, values, nullptr);
     }
 
     // The five segments of a fast stream laid out on the device (k_fast_layout's words w, payload pay).
     // Each segment on a stream of its own (s0: the flags; s1: the edge and change blocks; s2: the run values).
     void write_at(uint8_t *pay, EncodeWords *w, cudaStream_t s0, cudaStream_t s1, cudaStream_t s2) const {
         const uint64_t flag_bytes = std::max(sparse_flag_bytes(div_up(n, 8)), sparse_flag_bytes(div_up(k, 8)));
-        k_put_flags<<<dim3(grid_for(flag_bytes, 256), 2), 256, 0, s0>>>(w, pay, flagE, flagC);
-        ZB_LAUNCHED("k_put_flags");
+        launch_dependent("launch of k_put_flags", k_put_flags, dim3(grid_for(flag_bytes, 256), 2), 256, 0, s0, w, pay,
+                         flagE, flagC);
         if (!k) return;
         sparse_copy_at(E, nb_edge, flagE, offE, 1, 1, pay, &w->off[kSegEdgeBlocks], &w->len[kSegEdgeBlocks], &w->status,
                        0, s1);
@@ -1402,8 +1410,8 @@ template <typename T> struct ExceptionStage {
                        &w->status, 0, s1);
         const uint64_t nwords = div_up(k, 32);   // C is zero past the count
         const uint32_t per_warp = runs_per_warp(nwords, sm_count);
-        k_runs<U><<<grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s2>>>(V, nwords, per_warp, C, offR, pay, w);
-        ZB_LAUNCHED("k_runs");
+        launch_dependent("launch of k_runs", k_runs<U>, grid_for(div_up(nwords, per_warp) * 32, 256), 256, 0, s2, V,
+                         nwords, per_warp, C, offR, pay, w);
     }
 };
 
@@ -1571,8 +1579,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
             const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
             auto quantize_kernel = rel ? (aligned ? k_quantize<T, true, true> : k_quantize<T, false, true>)
                                        : (aligned ? k_quantize<T, true, false> : k_quantize<T, false, false>);
-            quantize_kernel<<<qblocks, 256, 0, q>>>(x, n, qp, &w->qp, b.q, b.mwords);
-            ZB_LAUNCHED("k_quantize");
+            launch_dependent("launch of k_quantize", quantize_kernel, qblocks, 256, 0, q, x, n, qp, &w->qp, b.q,
+                             b.mwords);
             timer.end();
             timer.begin("encode");
             launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
@@ -1594,8 +1602,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                                 host_result};
         if (!ex.queue(x, b.mwords, b.counts, b.offs, known ? nullptr : &w->totals[2], w->ex_totals, br, timer,
                       &layout, scan_in_stage ? w->totals : nullptr)) {
-            k_fast_layout<<<1, 64, 0, q>>>(layout);
-            ZB_LAUNCHED("k_fast_layout");
+            launch_dependent("launch of k_fast_layout", k_fast_layout, 1, 64, 0, q, layout);
         }
         timer.begin("segments");
         // The segments are disjoint: code blocks here, the exception segments and the escapes beside them (at 64 MB

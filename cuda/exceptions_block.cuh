@@ -9,6 +9,7 @@
 // exception counts, where the block's serial loops would cost more than the launches.
 #pragma once
 #include "block_sum.cuh"
+#include "dependent_launch.cuh"
 #include "gpu_device.cuh"
 #include "zb_quant.h"
 
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(kExcThreads)
 k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const uint8_t *__restrict__ edge_blocks,
                    const uint8_t *__restrict__ change_flags, const uint8_t *__restrict__ change_blocks,
                    const uint8_t *__restrict__ values, T *__restrict__ out, uint32_t *__restrict__ err) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     __shared__ BlockSum<kExcThreads> block_sum;
     __shared__ uint32_t s_len_off[kExcSharedIntervals];
     // Every index here is 32-bit. The kernel runs only where ExceptionDecoder::init chose it: ng_edge <=

@@ -17,6 +17,7 @@
 #pragma once
 #include <cub/block/block_scan.cuh>
 #include "block_sum.cuh"
+#include "dependent_launch.cuh"
 #include "gpu_device.cuh"
 #include "zb_format.h"
 #include "zb_quant.h"
@@ -270,6 +271,7 @@ template <typename T, typename Tail>
 __global__ void __launch_bounds__(kExcEncThreads)
 k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ M,
                           ExcEncodeArgs<typename FloatBits<T>::U> a, Tail tail) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
     const uint64_t k = a.counts ? scan_tile_counts(a) : a.d_k ? *a.d_k : a.kcap;
     if (k != 0 && k <= a.kcap) exceptions_encode_block<T>(x, M, a, k);

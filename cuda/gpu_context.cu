@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <vector>
+#include "dependent_launch.cuh"
 #include "gpu_internal.h"
 #include "zb_cpu.h"
 
@@ -313,6 +314,7 @@ void upload(Context &c, void *d_dst, const void *h_src, size_t bytes, cudaStream
 
 namespace {
 __global__ void k_words_to_host(const uint32_t *src, uint32_t words, uint32_t *dst) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     for (uint32_t i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
 }
 }  // namespace
@@ -331,9 +333,8 @@ void result_to_host(const Context &c, const void *d_src, size_t bytes, cudaStrea
         ZB_CUDA(cudaMemcpyAsync(c.host_small, d_src, bytes, cudaMemcpyDeviceToHost, q));
         return;
     }
-    k_words_to_host<<<1, 32, 0, q>>>(static_cast<const uint32_t *>(d_src), (uint32_t)(bytes / 4),
-                                     static_cast<uint32_t *>(mapped));
-    ZB_LAUNCHED("k_words_to_host");
+    launch_dependent("launch of k_words_to_host", k_words_to_host, 1, 32, 0, q, static_cast<const uint32_t *>(d_src),
+                     (uint32_t)(bytes / 4), static_cast<uint32_t *>(mapped));
 }
 
 // The reverse: the DMAs of up to kStagingSlots pieces run ahead of the host copies out of the slots (normal stores:
@@ -396,6 +397,24 @@ void GraphCache::put(const GraphKey &key, cudaGraphExec_t exec) {
     keys_[slot] = key;
     execs_[slot] = exec;
     last_use_[slot] = ++clock_;
+}
+
+bool dependent_launches() {
+    static const bool allowed = env_integer("ZBOUND_GPU_PDL", 1) != 0;
+    if (!allowed) return false;
+    // Compute capability 9.0 and up, per device (read once each: the launch paths ask on every kernel).
+    constexpr int kDevices = 64;
+    static std::atomic<int> capable[kDevices];  // 0 unknown, 1 yes, 2 no
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) return false;
+    int known = capable[dev].load(std::memory_order_relaxed);
+    if (known == 0) {
+        int major = 0;
+        known = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9
+                    ? 1 : 2;
+        capable[dev].store(known, std::memory_order_relaxed);
+    }
+    return known == 1;
 }
 
 bool graphs_enabled() {

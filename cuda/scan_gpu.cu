@@ -8,6 +8,7 @@
 // for the largest, as before).
 #include <cub/device/device_scan.cuh>
 #include <type_traits>
+#include "dependent_launch.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 
@@ -62,6 +63,7 @@ template <int Threads, typename V, typename Op>
 __global__ void __launch_bounds__(Threads)
 k_scan_one_block(const V *__restrict__ in, V *__restrict__ out, uint32_t n, Op op, V init,
                  unsigned long long *__restrict__ totals) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     constexpr int kWarps = Threads / 32;
     __shared__ V warp_total[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -114,13 +116,13 @@ void exclusive_scan(void *temp, size_t &temp_bytes, const V *in, V *out, uint64_
             // items of 16 bytes (NOTES 131).
             auto launch = [&](auto threads) {
                 constexpr int kThreads = decltype(threads)::value;
-                k_scan_one_block<kThreads><<<1, kThreads, 0, s>>>(in, out, (uint32_t)n, op, init, totals);
+                launch_dependent("launch of k_scan_one_block", k_scan_one_block<kThreads, V, Op>, 1, kThreads, 0, s, in,
+                                 out, (uint32_t)n, op, init, totals);
             };
             if (n <= 128 * kOneBlockPerThread) launch(std::integral_constant<int, 128>{});
             else if (n <= 256 * kOneBlockPerThread) launch(std::integral_constant<int, 256>{});
             else if (n <= 512 * kOneBlockPerThread) launch(std::integral_constant<int, 512>{});
             else launch(std::integral_constant<int, kOneBlockThreads>{});
-            ZB_LAUNCHED("k_scan_one_block");
         }
         return;
     }

@@ -1,6 +1,7 @@
 // The zero-block sparse pass over bit strings held as 32-bit words (docs/FORMAT.md section 5), both directions,
 // plus small helpers (popcounts, totals of exclusive scans).
 #include <stdexcept>
+#include "dependent_launch.cuh"
 #include "gpu_device.cuh"
 #include "gpu_internal.h"
 
@@ -12,6 +13,7 @@ constexpr unsigned kBlock = 256;
 
 __global__ void k_sparse_flags(const uint4 *__restrict__ blocks, uint64_t nblocks, uint32_t *__restrict__ flagwords,
                                uint32_t *__restrict__ counts) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t g = b >> 5;
     if ((g << 5) >= nblocks) return;  // the whole warp is past the end
@@ -72,6 +74,7 @@ __global__ void k_sparse_copy_at(const uint4 *__restrict__ blocks, uint64_t nblo
                                  int unit_stride, int unit_shift, uint8_t *__restrict__ base,
                                  const uint64_t *__restrict__ d_off, const uint64_t *__restrict__ d_len,
                                  const uint64_t *__restrict__ d_status, int k_hint) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     if (*d_status || *d_len == 0) return;
     uint8_t *dst = base + *d_off;
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (uint64_t)gridDim.x * blockDim.x;
@@ -133,6 +136,7 @@ struct ScanTotals4 {
 };
 
 __global__ void k_scan_totals(ScanTotals4 a, unsigned long long *totals) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
     if (threadIdx.x != 0) return;
     for (int j = 0; j < a.count; ++j) {
         const ScanTotal &t = a.t[j];
@@ -153,9 +157,8 @@ int unit_shift_of(int groups_per_unit) {
 void sparse_flags(const uint32_t *words, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts, cudaStream_t s) {
     if (!nblocks) return;
     const uint64_t threads = (nblocks + 31) / 32 * 32;
-    k_sparse_flags<<<grid_for(threads, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
-                                                                 flagwords, counts);
-    ZB_LAUNCHED("k_sparse_flags");
+    launch_dependent("launch of k_sparse_flags", k_sparse_flags, grid_for(threads, kBlock), kBlock, 0, s,
+                     reinterpret_cast<const uint4 *>(words), nblocks, flagwords, counts);
 }
 
 void sparse_copy(const uint32_t *words, uint64_t nblocks, uint64_t nstored, const uint32_t *flagwords,
@@ -178,11 +181,9 @@ void sparse_copy_at(const uint32_t *words, uint64_t nblocks, const uint32_t *fla
                     const uint64_t *d_status, int k_hint, cudaStream_t s) {
     if (!nblocks) return;
     const uint64_t threads = k_hint == 1 ? nblocks : div_up(nblocks, 4);
-    k_sparse_copy_at<<<grid_for(threads, kBlock), kBlock, 0, s>>>(reinterpret_cast<const uint4 *>(words), nblocks,
-                                                                   flagwords, unit_off, unit_stride,
-                                                                   unit_shift_of(groups_per_unit), base, d_off, d_len,
-                                                                   d_status, k_hint);
-    ZB_LAUNCHED("k_sparse_copy_at");
+    launch_dependent("launch of k_sparse_copy_at", k_sparse_copy_at, grid_for(threads, kBlock), kBlock, 0, s,
+                     reinterpret_cast<const uint4 *>(words), nblocks, flagwords, unit_off, unit_stride,
+                     unit_shift_of(groups_per_unit), base, d_off, d_len, d_status, k_hint);
 }
 
 void sparse_read_flags(const uint8_t *flag_bytes, uint64_t nblocks, uint32_t *flagwords, uint32_t *counts,
@@ -213,8 +214,7 @@ void scan_totals(const ScanTotal *t, int count, unsigned long long *totals, cuda
     ScanTotals4 a{};
     a.count = count;
     for (int j = 0; j < count; ++j) a.t[j] = t[j];
-    k_scan_totals<<<1, 32, 0, s>>>(a, totals);
-    ZB_LAUNCHED("k_scan_totals");
+    launch_dependent("launch of k_scan_totals", k_scan_totals, 1, 32, 0, s, a, totals);
 }
 
 }  // namespace gpu
