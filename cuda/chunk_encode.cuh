@@ -69,19 +69,13 @@ template <typename T> struct ChunkArgs {
     FastHeaderBytes tmpl;
 };
 
-// Where the last block of k_chunk_encode lays the stream out: the segments' offsets and lengths, shared by its threads.
-struct ChunkLayout {
-    uint64_t off[kFastSegmentCount], len[kFastSegmentCount];
-    uint64_t status;
-};
-
 // The last block of k_chunk_encode (all tiles' writes are visible): the totals, the exception segments from the
 // lists, the layout, segments 2-7 and the header. 256 threads.
 template <typename T>
 __device__ void chunk_tail(const ChunkArgs<T> &a) {
     using U = typename FloatBits<T>::U;
     __shared__ BlockSum<kTileThreads> block_sum;
-    __shared__ ChunkLayout lay;
+    __shared__ FastStreamPlan lay;  // the stream's layout, by thread 0 for the block
     const uint32_t tid = threadIdx.x;
     const uint4 tot = __ldcg(a.lb.incl + (a.ntiles - 1));
     const uint64_t n = a.dm.n, nnz = tot.x, esc = tot.y, k = tot.z;
@@ -171,23 +165,16 @@ __device__ void chunk_tail(const ChunkArgs<T> &a) {
     uint64_t run_at = block_sum.exclusive(my_runs, runs);
     uint64_t change_at = block_sum.exclusive(my_blocks, stored_change_blocks);
 
-    // 4. The layout, the raw-passthrough and capacity decisions (as k_fast_layout's), the header made in shared memory
+    // 4. The layout, the raw-passthrough and capacity decisions (plan_fast_stream), the header made in shared memory
     //    (as FastLayout: thread 0's byte stores to global memory made its later reads of w wait on them).
     __shared__ uint8_t s_hdr[kFastHeaderBytes];
     for (size_t i = tid; i < kFastHeaderBytes; i += kTileThreads) s_hdr[i] = a.tmpl.b[i];
     __syncthreads();
     if (tid == 0) {
         const FastCounts fc{n, sizeof(T), nnz, esc, k, stored_edge_blocks, stored_change_blocks, runs};
-        const uint8_t flags = fast_segment_lengths(fc, lay.len);
-        uint64_t off = 0;
-        for (int i = 0; i < kFastSegmentCount; ++i) {
-            lay.off[i] = off;
-            off += lay.len[i];
-        }
-        const uint64_t stream_len = kFastHeaderBytes + off;
-        lay.status = stream_len >= a.raw_bytes ? kLayoutRaw : stream_len > a.capacity ? kLayoutTooSmall : kLayoutOk;
-        finish(lay.status, off, stream_len);
-        if (lay.status == kLayoutOk) put_fast_header_fields(s_hdr, flags, a.rel != 0, eb, fc, lay.off, lay.len);
+        plan_fast_stream(fc, a.raw_bytes, a.capacity, lay);
+        finish(lay.status, lay.payload_len, lay.stream_len);
+        if (lay.status == kLayoutOk) put_fast_header_fields(s_hdr, lay.flags, a.rel != 0, eb, fc, lay.off, lay.len);
     }
     __syncthreads();
     if (lay.status != kLayoutOk) return;

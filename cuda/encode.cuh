@@ -1040,6 +1040,27 @@ __device__ __forceinline__ void put_fast_header_fields(uint8_t *__restrict__ hdr
     }
 }
 
+// A fast stream laid out from its counts by one thread (fast_segment_lengths, as the host's fast_layout): the header's
+// flags, the segments' offsets and lengths, the payload and stream lengths, and the raw-passthrough / capacity decision
+// (status). Shared by FastLayout and the chunk path's last block (chunk_tail).
+struct FastStreamPlan {
+    uint64_t off[kFastSegmentCount], len[kFastSegmentCount];
+    uint64_t payload_len, stream_len, status;
+    uint8_t flags;
+};
+
+__device__ inline void plan_fast_stream(const FastCounts &fc, uint64_t raw_bytes, uint64_t capacity,
+                                        FastStreamPlan &p) {
+    p.flags = fast_segment_lengths(fc, p.len);
+    p.payload_len = 0;
+    for (int i = 0; i < kFastSegmentCount; ++i) {
+        p.off[i] = p.payload_len;
+        p.payload_len += p.len[i];
+    }
+    p.stream_len = kFastHeaderBytes + p.payload_len;
+    p.status = p.stream_len >= raw_bytes ? kLayoutRaw : p.stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
+}
+
 // The stream's layout from the counts in w (fast_segment_lengths, as the host's fast_layout), and the
 // raw-passthrough and capacity decisions (w->status), by thread 0, which fills in the header's flags, counts, segment
 // table and (REL) bound in a shared copy of the template tmpl; for a stream to be written, the block then copies the
@@ -1075,42 +1096,32 @@ struct FastLayout {
             }
             const double eb = rel ? w->qp.eb : 0.0;
             const unsigned long long k = totals[2];
-            FastCounts fc{};
-            uint64_t off[kFastSegmentCount], len[kFastSegmentCount];
-            uint64_t payload_len = 0, stream_len = 0;
-            uint8_t flags = 0;
+            FastStreamPlan p{};  // an over-cap call: no layout, lengths 0
             if (k > kcap) {
-                status = kLayoutOverCap;
+                p.status = kLayoutOverCap;
             } else {
                 const bool ex = k != 0;
-                fc = FastCounts{n, value_bytes, totals[0], totals[1], k, ex ? ex_totals[0] : 0,
-                                ex ? ex_totals[1] : 0, ex ? ex_totals[2] : 0};
-                flags = fast_segment_lengths(fc, len);
+                const FastCounts fc{n, value_bytes, totals[0], totals[1], k, ex ? ex_totals[0] : 0,
+                                    ex ? ex_totals[1] : 0, ex ? ex_totals[2] : 0};
+                plan_fast_stream(fc, raw_bytes, capacity, p);
+                if (p.status == kLayoutOk) put_fast_header_fields(s_hdr, p.flags, rel, eb, fc, p.off, p.len);
                 for (int i = 0; i < kFastSegmentCount; ++i) {
-                    off[i] = payload_len;
-                    payload_len += len[i];
+                    w->off[i] = p.off[i];
+                    w->len[i] = p.len[i];
                 }
-                stream_len = kFastHeaderBytes + payload_len;
-                status = stream_len >= raw_bytes ? kLayoutRaw : stream_len > capacity ? kLayoutTooSmall : kLayoutOk;
+                w->payload_len = p.payload_len;
             }
-            if (status == kLayoutOk) put_fast_header_fields(s_hdr, flags, rel, eb, fc, off, len);
-            if (k <= kcap) {
-                for (int i = 0; i < kFastSegmentCount; ++i) {
-                    w->off[i] = off[i];
-                    w->len[i] = len[i];
-                }
-                w->payload_len = payload_len;
-            }
-            w->status = status;
+            status = p.status;
+            w->status = p.status;
             w->crc_ticket = ~0u;
-            pieces = div_up(payload_len, (uint64_t)kChecksumPiece);
+            pieces = div_up(p.payload_len, (uint64_t)kChecksumPiece);
             // What the host reads back, every word written on every call (it copies this part only).
             LayoutResult r;
             for (int i = 0; i < 3; ++i) r.totals[i] = totals[i];
             r.eb = eb;
-            r.payload_len = payload_len;
-            r.stream_len = stream_len;
-            r.status = status;
+            r.payload_len = p.payload_len;
+            r.stream_len = p.stream_len;
+            r.status = p.status;
             w->result = r;
             if (host_result) *host_result = r;
         }
