@@ -542,11 +542,12 @@ __device__ __forceinline__ uint32_t tile_codes(const Rows8 &r, const FirstLeft &
 // store_tile. (The previous form, lane l taking code 32g + l of 8 groups, loaded every q with its own 4-byte load
 // and moved the codes through shared memory: about 110 instructions per value.)
 // Outputs (store_tile): flags (segment 0 of the payload, 8 words per tile), dense[tile * 256 + block] for non-zero
-// blocks only, counts[tile] = {non-zero blocks, escapes, exceptions, 0}.
+// blocks only, counts[tile] = {non-zero blocks, escapes, exceptions, stored edge blocks}; with edges.E set, the
+// exception mask's edges for the one-block exception stage (TileEdges), else counts[tile].w = 0.
 template <int Rank, bool VecRows>
 __global__ void __launch_bounds__(kTileThreads)
 k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Dims dm, uint4 *__restrict__ dense,
-         uint32_t *__restrict__ flags, uint4 *__restrict__ counts) {
+         uint32_t *__restrict__ flags, uint4 *__restrict__ counts, TileEdges edges) {
     wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t t = blockIdx.x, e = t * kTileCodes + 8 * (uint64_t)threadIdx.x;
     const GlobalQ src{q};
@@ -555,7 +556,7 @@ k_encode(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, Di
     const FirstLeft p = first_left<Rank>(src, dm, e, r);
     uint32_t w[4];  // written whole by codes8
     const uint32_t escaped = tile_codes<Rank, false>(r, p, w, nullptr, e);
-    store_tile(w, (uint32_t)__popc(escaped), tile_exception_share(mwords, t), t, dense, flags, counts);
+    store_tile(w, (uint32_t)__popc(escaped), tile_mask_share(mwords, t, edges), t, dense, flags, counts, edges);
 }
 
 // k_encode's form for the ratio encoder (v2-layout Lorenzo streams, interp_gpu.cuh): the tile's 16-bit codes in
@@ -596,6 +597,7 @@ k_codes16(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, D
         wc.nnz[warp] = 0;
         wc.esc[warp] = esc;
         wc.exc[warp] = exc;
+        wc.edge[warp] = 0;
     }
     __syncthreads();
     if (threadIdx.x == 0) sum_tile_counts(wc, t, counts);
@@ -954,14 +956,14 @@ inline Dims make_dims(const Shape &s, const LorenzoSegments &segs) {
 inline Dims make_dims(const Shape &s) { return make_dims(s, lorenzo_segments(s)); }
 
 inline void launch_encode(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
-                          const Dims &dm, uint4 *dense, uint32_t *flags, uint4 *counts) {
+                          const Dims &dm, uint4 *dense, uint32_t *flags, uint4 *counts, const TileEdges &edges) {
     // Rows above and layers before are 16-byte aligned when nx is a multiple of 4 (q itself is).
     const bool vec = dm.nx % 4 == 0;
     auto kernel = rank == 1 ? k_encode<1, false>
                   : rank == 2 ? (vec ? k_encode<2, true> : k_encode<2, false>)
                               : (vec ? k_encode<3, true> : k_encode<3, false>);
     launch_dependent("launch of k_encode", kernel, (unsigned)ntiles, kTileThreads, 0, s, q, mwords, dm, dense, flags,
-                     counts);
+                     counts, edges);
 }
 
 inline void launch_codes16(int rank, uint64_t ntiles, cudaStream_t s, const uint32_t *q, const uint32_t *mwords,
@@ -1289,6 +1291,7 @@ template <typename T> struct ExceptionStage {
     uint32_t *C = nullptr, *cntR = nullptr, *offR = nullptr, *flagC = nullptr, *cntC = nullptr, *offC = nullptr;
     void *temp = nullptr, *temp_edges = nullptr;  // the edges' scan has its own: it may run beside the others
     bool one_block = false;  // the stage in one launch (k_exceptions_encode_block; cntE: exceptions per flag group)
+    bool tile_edges = false;  // one_block, with the edge mask and its flags made by k_encode (use_tile_edges)
     int sm_count = 1;        // the context's, for k_runs's grid
 
     size_t ex_scan_bytes = 0;
@@ -1325,6 +1328,15 @@ template <typename T> struct ExceptionStage {
         carve_from(c.arena[kArenaExceptions], carve_ex);
     }
 
+    // Where k_encode made the edge mask's blocks and flag words (TileEdges) into tile_E and tile_flagE, the one-block
+    // form reads those instead of its own and skips its pass over the mask (the other form makes its own).
+    void use_tile_edges(uint32_t *tile_E, uint32_t *tile_flagE) {
+        if (!one_block) return;
+        E = tile_E;
+        flagE = tile_flagE;
+        tile_edges = true;
+    }
+
     // Queues the stage (after carve). d_k: nullptr when k is the count, else the count's device word. ex_totals: 3
     // device words (stored edge blocks, stored change blocks, runs).
     // br: the edge mask on a branch of its own, beside the values and change bits (a graph's parallel nodes).
@@ -1342,9 +1354,13 @@ template <typename T> struct ExceptionStage {
         const uint64_t ng_edge = div_up(nb_edge, 32), ng_change = div_up(nb_change, 32), nw_change = 4 * nb_change;
         timer.begin("exceptions");
         if (one_block) {
-            const ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
-                                     ex_totals, tile_totals ? counts : nullptr, tile_totals ? offs : nullptr,
-                                     ntiles, tile_totals};
+            ExcEncodeArgs<U> a{n, k, nb_edge, nb_change, d_k, V, E, flagE, offE, C, offR, flagC, offC, cntE,
+                               ex_totals, tile_totals ? counts : nullptr, tile_totals ? offs : nullptr,
+                               ntiles, tile_totals};
+            if (tile_edges) {
+                a.edge_counts = counts;
+                a.edge_offs = offs;
+            }
             const char *what = "launch of k_exceptions_encode_block";
             if (layout) launch_dependent(what, k_exceptions_encode_block<T, FastLayout>, 1, kExcEncThreads, 0, s, x,
                                          mwords, a, *layout);
@@ -1549,7 +1565,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         uint8_t *hdr, *payload;
         uint32_t *crcs;
         void *temp;
+        uint32_t *tile_E, *tile_flagE;  // k_encode's edge mask for the one-block exception stage (TileEdges)
     } b{};
+    // k_encode makes the edge mask where the one-block exception stage may take it (the walk's kernel does not: the
+    // word before its first tile may be its predecessor's, still being written).
+    const bool tiles_may_edge = !wp.ring && n <= kExcEncMaxValues;
     auto carve = [&](Carver &cv) {
         b.x = d_x_in ? nullptr : cv.take<T>(n);
         b.q = cv.take<uint32_t>(n);
@@ -1563,6 +1583,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         b.payload = in_place ? out.ptr + fast_hb : cv.take<uint8_t>(raw_bytes);
         b.crcs = cv.take<uint32_t>(piece_count(raw_bytes));
         b.temp = cv.take<uint8_t>(scan_bytes);
+        b.tile_E = cv.take<uint32_t>(tiles_may_edge ? ntiles * 64 : 0);
+        b.tile_flagE = cv.take<uint32_t>(tiles_may_edge ? div_up(ntiles, (uint64_t)2) : 0);
     };
     carve_from(c.arena[kArenaMain], carve);
     timer.mark("carved");
@@ -1579,7 +1601,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     //      k_fast_layout also writes it into the header. 2. codes, flags, masks, per-tile counts and their totals.
     //      Queued on q (the call's stream, or the stream that captures a graph of the call).
     // scan_counts false: the one-block exception stage scans the tiles' counts (queue_stream's scan_in_stage).
-    auto queue_codes = [&](cudaStream_t q, bool scan_counts) {
+    // tile_edges: k_encode makes the edge mask (b.tile_E, b.tile_flagE) for that stage.
+    auto queue_codes = [&](cudaStream_t q, bool scan_counts, bool tile_edges) {
         if (rel) launch_range(c, x, n, p, w->keys, q, timer, &w->qp);
         timer.begin(wp.ring ? "quantize+encode" : "quantize");
         if (wp.ring) {
@@ -1594,7 +1617,9 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
                              b.mwords);
             timer.end();
             timer.begin("encode");
-            launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts);
+            TileEdges edges;
+            if (tile_edges) edges = TileEdges{b.tile_E, reinterpret_cast<uint16_t *>(b.tile_flagE), n, ntiles};
+            launch_encode(shape.rank, ntiles, q, b.q, b.mwords, dm, b.dense, code_flags, b.counts, edges);
         }
         if (scan_counts) {
             size_t tb = scan_bytes;
@@ -1650,11 +1675,13 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         std::memcpy(&got, c.host_small, sizeof got);
         return got;
     };
-    // With the totals on the host: the exception stage sized for exactly their count.
-    auto with_known_totals = [&](const unsigned long long *tot) {
+    // With the totals on the host: the exception stage sized for exactly their count. tile_edges: k_encode made the
+    // edge mask (queue_codes).
+    auto with_known_totals = [&](const unsigned long long *tot, bool tile_edges) {
         const unsigned long long known[3] = {tot[0], tot[1], tot[2]};
         ExceptionStage<T> ex;
         ex.carve(c, n, known[2], s);
+        if (tile_edges) ex.use_tile_edges(b.tile_E, b.tile_flagE);
         queue_stream(s, false, ex, known[2], true, known, false);
         return wait_for_words();
     };
@@ -1668,6 +1695,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         const uint64_t kcap = exception_cap(n, c.exception_fraction);
         ExceptionStage<T> ex;
         ex.carve(c, n, kcap, s, false);
+        const bool tile_edges = tiles_may_edge && ex.one_block;
+        if (tile_edges) ex.use_tile_edges(b.tile_E, b.tile_flagE);
         GraphKey key = encode_call_key<T>(0x66656e63, shape, p, x, out);  // "fenc"
         key.add_ptr(b.q);   // the main arena (every buffer's place follows from it and n)
         key.add_ptr(ex.V);  // the exceptions arena
@@ -1677,18 +1706,19 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         key.add((uint64_t)ex.one_block);  // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
         // The one-block exception stage scans the tiles' counts itself: a node less on the call's path.
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) {
-            queue_codes(q, !ex.one_block);
+            queue_codes(q, !ex.one_block, tile_edges);
             queue_stream(q, true, ex, kcap, false, nullptr, ex.one_block);
         });
         if (graphed) {
             timer.mark("graph queued");
             got = wait_for_words();
-            if (got.status == kLayoutOverCap) got = with_known_totals(got.totals);  // more than kcap exceptions
+            if (got.status == kLayoutOverCap) got = with_known_totals(got.totals, tile_edges);  // over kcap
         }
     }
     if (!graphed) {
-        queue_codes(s, true);
-        got = with_known_totals(fetch_totals(c, w->totals, 3, s));
+        const bool tile_edges = tiles_may_edge && exception_block_enabled();
+        queue_codes(s, true, tile_edges);
+        got = with_known_totals(fetch_totals(c, w->totals, 3, s), tile_edges);
     }
     if (d_x_in) c.exception_fraction = n ? (double)got.totals[2] / (double)n : 0.0;
 

@@ -59,6 +59,10 @@ struct ExcEncodeArgs {
     uint4 *offs;
     uint64_t ntiles;
     unsigned long long *scan_totals;
+    // Set where k_encode made the edge mask's blocks and flag words (E and flagE; TileEdges in gpu_device.cuh): the
+    // tiles' counts (z: exceptions, w: stored edge blocks) and their exclusive scan (the caller's, or this kernel's
+    // into offs). Pass 1 is then skipped: the groups' counts and offsets come from these.
+    const uint4 *edge_counts = nullptr, *edge_offs = nullptr;
 };
 
 // Bits of block b (words 4b .. 4b+3: values 128b .. 128b+127) at or past n cleared (only the last block has any).
@@ -102,11 +106,12 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
 
     // 1. Warp w takes the edge flag groups [g_begin, g_end) (32 mask blocks each, lane l block 32g + l): the edge
     //    mask E = M xor (M << 1) of its non-zero blocks, the flag words, its stored blocks and each group's
-    //    exceptions.
+    //    exceptions. Skipped where the tiles made them (a.edge_counts).
     const uint32_t ng_edge = (uint32_t)div_up(nb_edge, 32), per_warp = (uint32_t)div_up(ng_edge, kExcEncWarps);
     const uint32_t g_begin = min(ng_edge, warp * per_warp), g_end = min(ng_edge, g_begin + per_warp);
+    const bool tile_edges = a.edge_counts != nullptr;
     uint32_t edges_stored = 0, exceptions_seen = 0;  // this warp's (the same in every lane)
-    for (uint32_t g0 = g_begin; g0 < g_end; g0 += kExcEncBatch) {
+    for (uint32_t g0 = g_begin; g0 < g_end && !tile_edges; g0 += kExcEncBatch) {
         uint4 m[kExcEncBatch];
         uint32_t before[kExcEncBatch];  // lane 0: the last mask word before its block
 #pragma unroll
@@ -154,7 +159,8 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     __syncthreads();
 
     // 2. Each warp again over its groups, 32 at a time (lane l: group g + l): the flag words' offsets, and for the
-    //    groups with exceptions their values at their ranks.
+    //    groups with exceptions their values at their ranks. Group g is tiles 2g and 2g + 1: where the tiles made
+    //    the edges, its offsets are their scan's at tile 2g.
     uint32_t edge_at = 0, exception_at = 0;
     for (int w = 0; w < warp; ++w) {
         edge_at += warp_edges[w];
@@ -162,13 +168,24 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     }
     for (uint32_t g0 = g_begin; g0 < g_end; g0 += 32) {
         const uint32_t g = g0 + lane;
-        const uint32_t fw = g < g_end ? a.flagE[g] : 0u, ge = g < g_end ? a.group_exceptions[g] : 0u;
-        // Inclusive sums over the lanes (made exclusive below).
-        const uint32_t fw_before = warp_inclusive_sum(__popc(fw), lane), ge_before = warp_inclusive_sum(ge, lane);
-        if (g < g_end) a.offE[g] = edge_at + fw_before - __popc(fw);
-        const uint32_t group_at = exception_at + ge_before - ge;
-        edge_at += __shfl_sync(kFullMask, fw_before, 31);
-        exception_at += __shfl_sync(kFullMask, ge_before, 31);
+        uint32_t ge = 0, group_at = 0;
+        if (tile_edges) {
+            if (g < g_end) {
+                const uint4 before = a.edge_offs[2 * g];
+                ge = a.edge_counts[2 * g].z + (2 * g + 1 < a.ntiles ? a.edge_counts[2 * g + 1].z : 0u);
+                a.offE[g] = before.w;
+                group_at = before.z;
+            }
+        } else {
+            const uint32_t fw = g < g_end ? a.flagE[g] : 0u;
+            ge = g < g_end ? a.group_exceptions[g] : 0u;
+            // Inclusive sums over the lanes (made exclusive below).
+            const uint32_t fw_before = warp_inclusive_sum(__popc(fw), lane), ge_before = warp_inclusive_sum(ge, lane);
+            if (g < g_end) a.offE[g] = edge_at + fw_before - __popc(fw);
+            group_at = exception_at + ge_before - ge;
+            edge_at += __shfl_sync(kFullMask, fw_before, 31);
+            exception_at += __shfl_sync(kFullMask, ge_before, 31);
+        }
         for (uint32_t busy = __ballot_sync(kFullMask, ge != 0); busy; busy &= busy - 1) {
             const int src = __ffs(busy) - 1;
             const uint32_t gg = g0 + src, b = 32 * gg + lane;
@@ -228,6 +245,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     if (threadIdx.x == 0) {
         uint32_t edges = 0;
         for (int w = 0; w < kExcEncWarps; ++w) edges += warp_edges[w];
+        if (tile_edges) edges = a.edge_offs[a.ntiles - 1].w + a.edge_counts[a.ntiles - 1].w;
         a.totals[0] = edges;
         a.totals[1] = changes_stored;
         a.totals[2] = runs;
@@ -274,6 +292,7 @@ k_exceptions_encode_block(const T *__restrict__ x, const uint32_t *__restrict__ 
     wait_for_prior_grids();  // before any memory access (launch_dependent)
     // None: the layout writes empty segments; more than the buffers hold: the layout has the call run again.
     const uint64_t k = a.counts ? scan_tile_counts(a) : a.d_k ? *a.d_k : a.kcap;
+    if (a.counts && a.edge_counts) __syncthreads();  // pass 2 reads offs that other threads wrote
     if (k != 0 && k <= a.kcap) exceptions_encode_block<T>(x, M, a, k);
     __syncthreads();  // the totals, for the tail
     tail();

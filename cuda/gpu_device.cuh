@@ -183,21 +183,65 @@ __device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restr
     return lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u;
 }
 
-// The per-warp counts of one tile that store_tile sums: non-zero blocks, escapes and exceptions of each of the 8
-// warps (shared memory).
-struct TileCounts {
-    uint32_t nnz[8], esc[8], exc[8];
+// Where k_encode also makes the exception mask's edges (docs/FORMAT.md section 5) for the one-block exception stage,
+// which then need not read every mask word in its single block (its pass 1, about 30 % of it at 4 MB: NOTES 136):
+// the edge mask's non-zero 16-byte blocks (128 values each) into E at their block's place (zero blocks are not
+// written: only flagged blocks are read, as after k_edge_flags), the tile's 16 block flags into flag16[t] (the flag
+// words of the edge segment seen as halves: tile t is the low half of word t / 2 for t even, the high half for t
+// odd), and their count into counts[t].w. E nullptr: none of this, counts[t].w = 0.
+struct TileEdges {
+    uint32_t *E = nullptr;
+    uint16_t *flag16 = nullptr;
+    uint64_t n = 0, ntiles = 0;  // values (an edge at n, a run that reaches the end, is not stored), tiles
 };
 
-// counts[t] = {non-zero blocks, escapes, exceptions, 0} from the warps' parts, by one thread.
-__device__ __forceinline__ void sum_tile_counts(const TileCounts &wc, uint64_t t, uint4 *__restrict__ counts) {
+// A thread's part of tile t's exception mask: its exceptions (tile_exception_share's) and, with edges, the edge word
+// of its mask word (stored where its 16-byte block has edges) and, the same in every lane of warp w, the flags of the
+// tile's blocks 2w and 2w + 1 (bits 0 and 1). Lanes 0-7 of warp w: words 8w .. 8w+7. Called by whole warps.
+struct TileMaskShare {
+    uint32_t exceptions = 0, edge_flags2 = 0;
+};
+__device__ __forceinline__ TileMaskShare tile_mask_share(const uint32_t *__restrict__ mwords, uint64_t t,
+                                                         const TileEdges &edges) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t i = t * 64 + warp * 8 + lane;
+    const uint32_t m = lane < 8 ? mwords[i] : 0u;
+    TileMaskShare share;
+    share.exceptions = (uint32_t)__popc(m);
+    if (!edges.E) return share;  // the same in the whole grid
+    uint32_t prev = __shfl_up_sync(kFullMask, m, 1) >> 31;  // the mask bit before this word's first
+    if (lane == 0) prev = i ? mwords[i - 1] >> 31 : 0u;
+    const uint32_t e = lane < 8 ? edge_bits(m, prev) & low_bits(valid_bits(i, edges.n)) : 0u;
+    const uint32_t nz = __ballot_sync(kFullMask, e != 0);  // lanes 0-3: block 2w, lanes 4-7: block 2w + 1
+    if (lane < 8 && ((nz >> (lane & 4)) & 0xFu)) edges.E[i] = e;
+    share.edge_flags2 = (uint32_t)((nz & 0xFu) != 0) | (uint32_t)((nz & 0xF0u) != 0) << 1;
+    return share;
+}
+
+// The per-warp counts of one tile that store_tile sums: non-zero blocks, escapes and exceptions of each of the 8
+// warps, and their edge flags (tile_mask_share's two bits; 0 without edges) (shared memory).
+struct TileCounts {
+    uint32_t nnz[8], esc[8], exc[8], edge[8];
+};
+
+// counts[t] = {non-zero blocks, escapes, exceptions, stored edge blocks} from the warps' parts, and with edges the
+// tile's edge flags, by one thread.
+__device__ __forceinline__ void sum_tile_counts(const TileCounts &wc, uint64_t t, uint4 *__restrict__ counts,
+                                                const TileEdges &edges = TileEdges{}) {
     uint4 c = make_uint4(0, 0, 0, 0);
+    uint32_t flags = 0;
     for (int k = 0; k < 8; ++k) {
         c.x += wc.nnz[k];
         c.y += wc.esc[k];
         c.z += wc.exc[k];
+        flags |= wc.edge[k] << (2 * k);
     }
+    c.w = (uint32_t)__popc(flags);
     counts[t] = c;
+    if (!edges.E) return;
+    // The last flag word's high half belongs to no tile where the count is odd: written 0 with the low one.
+    if (t + 1 == edges.ntiles && t % 2 == 0) reinterpret_cast<uint32_t *>(edges.flag16)[t / 2] = flags;
+    else edges.flag16[t] = (uint16_t)flags;
 }
 
 // What store_tile_parts leaves the calling thread: its 16-byte block of the shuffled tile and its warp's flag word.
@@ -210,10 +254,11 @@ struct TileBlock {
 // barrier; a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
 // Dense = false: no store into dense (the chunk encoder writes the blocks at their final place itself, from the
 // returned TileBlock).
+// edge_flags2: the warp's edge flags (tile_mask_share), the same in every lane; 0 where the kernel makes no edges.
 template <bool Dense = true>
 __device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
                                                       uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
-                                                      TileCounts &wc) {
+                                                      TileCounts &wc, uint32_t edge_flags2 = 0) {
     __shared__ uint4 tile4[kTileWords / 4];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
     const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
@@ -226,6 +271,7 @@ __device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], ui
     if (lane == 0) {
         wc.exc[warp] = exc;
         wc.esc[warp] = esc;
+        wc.edge[warp] = edge_flags2;
     }
     __syncthreads();
     const uint4 b = tile4[j];
@@ -246,14 +292,22 @@ __device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], ui
 // flags (8 words at flags[t * kTileFlagWords]), its non-zero blocks at dense[t * 256 + block] (zero blocks are never
 // read back: their stores are skipped) and counts[t] = {non-zero blocks, escapes, exceptions, 0}. Two barriers; once
 // per block (k_quantize_encode, which walks tiles, sums each tile's counts after its next barrier instead:
-// store_tile_parts).
+// store_tile_parts). With edges (k_encode's, TileEdges), mask is tile_mask_share's for that: the tile's edge flags
+// and their count in counts[t].w; without, counts[t].w = 0.
+__device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, const TileMaskShare &mask, uint64_t t,
+                                           uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
+                                           uint4 *__restrict__ counts, const TileEdges &edges = TileEdges{}) {
+    __shared__ TileCounts wc;
+    store_tile_parts(w, esc, mask.exceptions, t, dense, flags, wc, mask.edge_flags2);
+    __syncthreads();
+    if (threadIdx.x == 0) sum_tile_counts(wc, t, counts, edges);
+}
 __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
                                            uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
                                            uint4 *__restrict__ counts) {
-    __shared__ TileCounts wc;
-    store_tile_parts(w, esc, exc, t, dense, flags, wc);
-    __syncthreads();
-    if (threadIdx.x == 0) sum_tile_counts(wc, t, counts);
+    TileMaskShare mask;
+    mask.exceptions = exc;
+    store_tile(w, esc, mask, t, dense, flags, counts);
 }
 
 // Launch configuration for a flat grid of `threads` threads in blocks of `block`.
