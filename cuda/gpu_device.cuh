@@ -184,7 +184,7 @@ __device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restr
 }
 
 // Where k_encode also makes the exception mask's edges (docs/FORMAT.md section 5) for the one-block exception stage,
-// which then need not read every mask word in its single block (its pass 1, about 30 % of it at 4 MB: NOTES 136):
+// which then need not read every mask word in its single block (its pass 1, about 30 % of it at 4 MB: NOTES 134, 136):
 // the edge mask's non-zero 16-byte blocks (128 values each) into E at their block's place (zero blocks are not
 // written: only flagged blocks are read, as after k_edge_flags), the tile's 16 block flags into flag16[t] (the flag
 // words of the edge segment seen as halves: tile t is the low half of word t / 2 for t even, the high half for t
