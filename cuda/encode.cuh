@@ -8,9 +8,11 @@
 //   k_quantize: q = quantized integer of every value (exactly once; zb::quantize) and the exception mask words
 //   k_encode: per 2048-code tile, integer Lorenzo (zb::lorenzo_delta, 8 consecutive codes per thread) + 16-bit
 //             codes + bitshuffle (two 8x8 bit transposes per thread) + zero-block flags (written straight into
-//             segment 0) + per-tile counts
-//   (both in one pass, k_quantize_encode, where the q of a tile's neighbours fit in shared memory: blocks walk runs
-//   of tiles keeping the recent q in a ring; then q is not written, and the escaped deltas are kept for k_escapes)
+//             segment 0) + per-tile counts; where the one-block exception stage may run, also the exception
+//             mask's edge blocks and flags (TileEdges, gpu_device.cuh)
+//   (both in one pass, k_quantize_encode, where the q of a tile's neighbours fit in shared memory and the array has
+//   two waves of tiles or more (walk_plan): blocks walk runs of tiles keeping the recent q in a ring; then q is not
+//   written, and the escaped deltas are kept for k_escapes)
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
 //   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap);
 //             chunk-sized arrays in one launch of one block (exceptions_encode_block.cuh)
