@@ -599,7 +599,6 @@ k_codes16(const uint32_t *__restrict__ q, const uint32_t *__restrict__ mwords, D
         wc.nnz[warp] = 0;
         wc.esc[warp] = esc;
         wc.exc[warp] = exc;
-        wc.edge[warp] = 0;
     }
     __syncthreads();
     if (threadIdx.x == 0) sum_tile_counts(wc, t, counts);

@@ -176,13 +176,6 @@ __device__ __forceinline__ void shuffle8(const uint32_t (&w)[4], uint32_t (&plan
     transpose8x8_halves(planes[2], planes[3]);
 }
 
-// A thread's share of tile t's exception count for store_tile, from the tile's 64 mask words: lanes 0-7 of warp w
-// count words 8w .. 8w+7 (the values of the warp's 256 codes).
-__device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restrict__ mwords, uint64_t t) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    return lane < 8 ? (uint32_t)__popc(mwords[t * 64 + warp * 8 + lane]) : 0u;
-}
-
 // Where k_encode also makes the exception mask's edges (docs/FORMAT.md section 5) for the one-block exception stage,
 // which then need not read every mask word in its single block (its pass 1, about 30 % of it at 4 MB: NOTES 134, 136):
 // the edge mask's non-zero 16-byte blocks (128 values each) into E at their block's place (zero blocks are not
@@ -195,7 +188,7 @@ struct TileEdges {
     uint64_t n = 0, ntiles = 0;  // values (an edge at n, a run that reaches the end, is not stored), tiles
 };
 
-// A thread's part of tile t's exception mask: its exceptions (tile_exception_share's) and, with edges, the edge word
+// A thread's part of tile t's exception mask: its exceptions (tile_exception_share) and, with edges, the edge word
 // of its mask word (stored where its 16-byte block has edges) and, the same in every lane of warp w, the flags of the
 // tile's blocks 2w and 2w + 1 (bits 0 and 1). Lanes 0-7 of warp w: words 8w .. 8w+7. Called by whole warps.
 struct TileMaskShare {
@@ -218,8 +211,14 @@ __device__ __forceinline__ TileMaskShare tile_mask_share(const uint32_t *__restr
     return share;
 }
 
+// A thread's share of tile t's exception count for store_tile, from the tile's 64 mask words: lanes 0-7 of warp w
+// count words 8w .. 8w+7 (the values of the warp's 256 codes).
+__device__ __forceinline__ uint32_t tile_exception_share(const uint32_t *__restrict__ mwords, uint64_t t) {
+    return tile_mask_share(mwords, t, TileEdges{}).exceptions;
+}
+
 // The per-warp counts of one tile that store_tile sums: non-zero blocks, escapes and exceptions of each of the 8
-// warps, and their edge flags (tile_mask_share's two bits; 0 without edges) (shared memory).
+// warps, and their edge flags (tile_mask_share's two bits; read only where the kernel makes edges) (shared memory).
 struct TileCounts {
     uint32_t nnz[8], esc[8], exc[8], edge[8];
 };
@@ -229,16 +228,19 @@ struct TileCounts {
 __device__ __forceinline__ void sum_tile_counts(const TileCounts &wc, uint64_t t, uint4 *__restrict__ counts,
                                                 const TileEdges &edges = TileEdges{}) {
     uint4 c = make_uint4(0, 0, 0, 0);
-    uint32_t flags = 0;
     for (int k = 0; k < 8; ++k) {
         c.x += wc.nnz[k];
         c.y += wc.esc[k];
         c.z += wc.exc[k];
-        flags |= wc.edge[k] << (2 * k);
     }
+    if (!edges.E) {  // counts[t].w = 0; a caller without edges (the default) compiles none of what follows
+        counts[t] = c;
+        return;
+    }
+    uint32_t flags = 0;
+    for (int k = 0; k < 8; ++k) flags |= wc.edge[k] << (2 * k);
     c.w = (uint32_t)__popc(flags);
     counts[t] = c;
-    if (!edges.E) return;
     // The last flag word's high half belongs to no tile where the count is odd: written 0 with the low one.
     if (t + 1 == edges.ntiles && t % 2 == 0) reinterpret_cast<uint32_t *>(edges.flag16)[t / 2] = flags;
     else edges.flag16[t] = (uint16_t)flags;
@@ -254,11 +256,10 @@ struct TileBlock {
 // barrier; a caller that calls it again for another tile must pass a barrier before that call's shared-memory writes.
 // Dense = false: no store into dense (the chunk encoder writes the blocks at their final place itself, from the
 // returned TileBlock).
-// edge_flags2: the warp's edge flags (tile_mask_share), the same in every lane; 0 where the kernel makes no edges.
 template <bool Dense = true>
 __device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], uint32_t esc, uint32_t exc, uint64_t t,
                                                       uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
-                                                      TileCounts &wc, uint32_t edge_flags2 = 0) {
+                                                      TileCounts &wc) {
     __shared__ uint4 tile4[kTileWords / 4];
     uint8_t *tile = reinterpret_cast<uint8_t *>(tile4);
     const int j = threadIdx.x, lane = j & 31, warp = j >> 5;
@@ -271,7 +272,6 @@ __device__ __forceinline__ TileBlock store_tile_parts(const uint32_t (&w)[4], ui
     if (lane == 0) {
         wc.exc[warp] = exc;
         wc.esc[warp] = esc;
-        wc.edge[warp] = edge_flags2;
     }
     __syncthreads();
     const uint4 b = tile4[j];
@@ -298,7 +298,8 @@ __device__ __forceinline__ void store_tile(const uint32_t (&w)[4], uint32_t esc,
                                            uint4 *__restrict__ dense, uint32_t *__restrict__ flags,
                                            uint4 *__restrict__ counts, const TileEdges &edges = TileEdges{}) {
     __shared__ TileCounts wc;
-    store_tile_parts(w, esc, mask.exceptions, t, dense, flags, wc, mask.edge_flags2);
+    if (edges.E && threadIdx.x % 32 == 0) wc.edge[threadIdx.x / 32] = mask.edge_flags2;  // read after the barrier
+    store_tile_parts(w, esc, mask.exceptions, t, dense, flags, wc);
     __syncthreads();
     if (threadIdx.x == 0) sum_tile_counts(wc, t, counts, edges);
 }
