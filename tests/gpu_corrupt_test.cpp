@@ -41,6 +41,7 @@ void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int tri
     std::mt19937 rng(seed);
     std::vector<T> out_cpu(data.size()), out_gpu(data.size());
     int errors = 0, same_values = 0;
+    trials = gput::sampled_trials(trials);
     for (int t = 0; t < trials; ++t) {
         std::vector<uint8_t> s = good.bytes;
         int seg;
@@ -207,6 +208,7 @@ void few_exceptions_same_answer(const std::vector<float> &data, const std::vecto
                                 int trials) {
     // Fewer corruptions under the sanitizers (bench/device_check.sh), where each decode is slow.
     if (const char *e = std::getenv("ZBOUND_TEST_TRIALS")) trials = std::max(1, std::atoi(e));
+    trials = gput::sampled_trials(trials);
     const zb_params p = lorenzo_params(ZB_ENC_FAST);
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
     ASSERT_EQ(good.status, ZB_OK);

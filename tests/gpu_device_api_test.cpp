@@ -526,6 +526,7 @@ template <typename T> void device_corruptions(const std::vector<size_t> &dims, u
     DevBuf src(good.bytes.size()), out(vbytes);
     std::vector<T> want(v.size()), got(v.size());
     int rejected = 0;
+    trials = gput::sampled_trials(trials);
     for (int t = 0; t < trials; ++t) {
         std::vector<uint8_t> s = good.bytes;
         int seg;

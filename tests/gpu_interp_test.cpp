@@ -326,7 +326,8 @@ std::vector<Field> read_manifest(const std::string &dir) {
     return out;
 }
 
-template <typename T> void check_field(const std::string &dir, const Field &fd) {
+// `item` counts the field-and-bound pairs over the test, for gput::sampled (under the sanitizers).
+template <typename T> void check_field(const std::string &dir, const Field &fd, size_t &item) {
     size_t n = 1;
     for (size_t d : fd.dims) n *= d;
     std::vector<T> v(n);
@@ -334,6 +335,7 @@ template <typename T> void check_field(const std::string &dir, const Field &fd) 
     ASSERT_TRUE((bool)f.read(reinterpret_cast<char *>(v.data()), (std::streamsize)(n * sizeof(T))))
         << "cannot read " << fd.file;
     for (double rel : {1e-2, 1e-3, 1e-4}) {
+        if (!gput::sampled(item++)) continue;
         zb_params p = interp_params(ZB_MODE_REL, rel);
         p.has_fill = fd.has_fill;
         p.fill_bits = fd.fill_bits;
@@ -350,9 +352,10 @@ TEST_P(GpuInterp, RealDataEveryFieldEveryBound) {
         GTEST_SKIP() << "no extracted fields in " << dir
                      << ": build the gpu_fields target or run tests/gpu_make_fields.py DATA_DIR OUT_DIR and set "
                         "ZBOUND_GPU_FIELDS=OUT_DIR";
+    size_t item = 0;
     for (const Field &fd : fields) {
-        if (fd.dtype == "f64") check_field<double>(dir, fd);
-        else check_field<float>(dir, fd);
+        if (fd.dtype == "f64") check_field<double>(dir, fd, item);
+        else check_field<float>(dir, fd, item);
     }
     std::printf("checked %zu fields x 3 bounds with the interp pipeline\n", fields.size());
 }
@@ -474,6 +477,7 @@ template <typename T> void corrupt(const std::vector<size_t> &dims, uint32_t see
     // Random flips in random segments, resealed so that the decoders' own checks answer.
     std::mt19937 rng(seed);
     int errors = 0;
+    trials = gput::sampled_trials(trials);
     for (int t = 0; t < trials; ++t) {
         std::vector<uint8_t> s = good.bytes;
         int sg;

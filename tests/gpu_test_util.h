@@ -2,6 +2,8 @@
 // each decoder reads the other's stream into the same values, every value within the bound).
 #pragma once
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -17,6 +19,21 @@
     } while (0)
 
 namespace gput {
+
+// Under compute-sanitizer each GPU call runs 10-1000x slower, and the tests with hundreds of corrupted streams or
+// parameter sets do not finish in a device session (bench/NOTES.md 136). ZBOUND_TEST_SAMPLE=K makes those loops
+// take every K-th item only: the same kernels and paths, fewer repetitions (tests/gpu_sanitize.sh sets it for the
+// heavy tests). Without it, or with K <= 1, every item runs.
+inline size_t sample_stride() {
+    static const size_t stride = [] {
+        const char *e = std::getenv("ZBOUND_TEST_SAMPLE");
+        const long k = e ? std::atol(e) : 1;
+        return k > 1 ? (size_t)k : (size_t)1;
+    }();
+    return stride;
+}
+inline bool sampled(size_t item) { return item % sample_stride() == 0; }
+inline int sampled_trials(int trials) { return std::max(1, trials / (int)sample_stride()); }
 
 // A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
 template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
