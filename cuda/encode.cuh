@@ -668,11 +668,12 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     // not a multiple of 4 take 4-byte ring reads, each wrapped on its own: then the two passes were as fast (1 GB of
     // gmt_geoid, 601 columns: 539-558 GB/s walking, 551 not). Five waves: walks of 48 tiles at 1 GB (16 to 124
     // measured, H200: 618-631 GB/s, 48 the best).
-    // Below that, from two waves of tiles (chunk sizes): walks of at least 4 tiles, about two waves of them. They
-    // quantize up to a lookback again per walk (TREFHT's 128 x 64 planes: 4 tiles, so twice the values at walks of
-    // 4) but save k_encode's launch and the round trip of q. H100, TREFHT, per device call: 16 MB 72.1-72.9 -> 67.6
-    // us (walks of 4), 64 MB 200.4-200.5 -> 175.1 (walks of 8); at 4 MB (512 tiles, under a wave) every walk length
-    // lost, 38.1-38.7 -> 43.9 or more (NOTES 136).
+    // Below that, from two waves of tiles (chunk sizes): about one wave of walks of 4 to 8 tiles, and past 8 tiles
+    // about two waves of walks. They quantize up to a lookback again per walk (TREFHT's 128 x 64 planes: 4 tiles, so
+    // twice the values at walks of 4) but save k_encode's launch and the round trip of q. H100, TREFHT, per device
+    // call against two passes: 16 MB 72.1-72.9 -> 67.6 us (walks of 4; 2: 71.6, 8: 70.3), 32 MB 120.1-120.4 ->
+    // 101.1 (walks of 8; 4: 106.8-108.2), 64 MB 200.4-200.5 -> 175.1 (walks of 8; 4: 179.4); at 8 MB (1024 tiles)
+    // walks of 4 lost (49.9-50.9 -> 53.2) and at 4 MB every walk length did (NOTES 136, 137).
     const uint64_t min_walk = div_up(8 * wp.lookback, kTileCodes);
     const uint64_t wave = 4 * (uint64_t)std::max(sm_count, 1);
     const bool long_walks = ntiles >= min_walk * wave, chunk_walks = ntiles >= 2 * wave;
@@ -680,7 +681,8 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     wp.ring = (uint32_t)ring;
     wp.tiles_per_block = env > 0       ? (uint64_t)env
                          : long_walks ? std::max(min_walk, div_up(ntiles, 5 * wave))
-                                      : std::max<uint64_t>(4, div_up(ntiles, 2 * wave));
+                                      : std::max(std::clamp<uint64_t>(div_up(ntiles, wave), 4, 8),
+                                                 div_up(ntiles, 2 * wave));
     wp.blocks = (unsigned)div_up(ntiles, wp.tiles_per_block);
     return wp;
 }
