@@ -6,6 +6,13 @@
 #   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j2
 #   bash bench/device_check.sh pack      # the binaries and ../shared/data into .devrun/, archived into .devpack/
 # then run `bash bench/device_check.sh run` there with .devpack carried (git-ignored through .git/info/exclude).
+# A whole run takes longer than one call; two shorter modes fit one call each:
+#   bash bench/device_check.sh sizes          the GPU tests, then per-call times at 4-64 MiB (the walk plan against
+#                                             two passes, two rounds) and the batched rows
+#   bash bench/device_check.sh sanitize S [T] memcheck and racecheck side by side for S seconds, a test per process
+#                                             (tests/gpu_sanitize.sh), skipping the tests that
+#                                             bench/results/sanitize/<tool>_clean_<T>.txt list; the new lists
+#                                             (<tool>_clean.txt, <tool>_rest.txt) go to $OUT/sanitize
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUN=.devrun
@@ -44,11 +51,59 @@ root=$(pwd)
 # The tests have the paths of this repository's machine compiled in (/work/main, /work/shared/data).
 [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
 [ -e /work/shared/data ] || { mkdir -p /work/shared && ln -s "$root/$RUN/data" /work/shared/data; }
-export ZBOUND_GPU_FIELDS="$OUT/fields" ZBOUND_BUILD_DIR="$root/$RUN"
+FIELDS=${FIELDS:-/tmp/zbound-fields}   # outside $OUT: about 100 MB that need not come back
+export ZBOUND_GPU_FIELDS="$FIELDS" ZBOUND_BUILD_DIR="$root/$RUN"
 summary() { echo "$1: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? passed|failed|ERROR SUMMARY|RACECHECK SUMMARY' "$2" | tr '\n' ' ')"; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-python3 tests/gpu_make_fields.py "$RUN/data" "$OUT/fields" > "$OUT/fields.log" 2>&1 || echo "field extraction failed"
+python3 tests/gpu_make_fields.py "$RUN/data" "$FIELDS" > "$OUT/fields.log" 2>&1 || echo "field extraction failed"
+
+case "${1:-run}" in
+sizes)
+    "$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
+    summary gpu_tests "$OUT/gpu_tests.log"
+    for round in 1 2; do
+        for walk in plan 0; do
+            env $([ "$walk" = 0 ] && echo ZBOUND_GPU_WALK=0) "$RUN/bin/zbound" bench \
+                "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 --predictor lorenzo \
+                --encoder fast --backend gpu --sizes 4.194304,8.388608,16.777216,33.554432,67.108864 --repeat 25 \
+                --warmup 5 --label "walk_$walk" --json >> "$OUT/sizes.jsonl" 2>> "$OUT/sizes.err"
+        done
+    done
+    python3 - "$OUT/sizes.jsonl" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    us = lambda gbps: r['bytes_in'] / gbps / 1e3
+    print(f"{r['field']:10s} {r['residency']:8s} {r['bytes_in'] / 2**20:4.0f} MiB  compress {us(r['compress_gbps']):7.1f} us "
+          f"{r['compress_gbps']:6.1f} GB/s  decompress {us(r['decompress_gbps']):7.1f} us {r['decompress_gbps']:6.1f} GB/s  "
+          f"{r['check']}")
+EOF
+    exit 0 ;;
+sanitize)
+    seconds=${2:-500} tag=${3:-}
+    for tool in memcheck racecheck; do
+        skip=/dev/null
+        [ -n "$tag" ] && skip=bench/results/sanitize/${tool}_clean_$tag.txt
+        parallel=$([ "$tool" = memcheck ] && echo 6 || echo 8)
+        bash tests/gpu_sanitize.sh "$tool" "$RUN/bin/gpu_tests" "/tmp/zbound-san/$tool" "$parallel" 480 "$seconds" \
+            "$skip" > "/tmp/zbound-san-$tool.txt" 2>&1 &
+    done
+    wait
+    mkdir -p "$OUT/sanitize"   # the lists only: a log per test would be too many files to bring back
+    status=0
+    for tool in memcheck racecheck; do
+        cp "/tmp/zbound-san/$tool/clean.txt" "$OUT/sanitize/${tool}_clean.txt"
+        cp "/tmp/zbound-san/$tool/summary.txt" "$OUT/sanitize/${tool}_rest.txt"
+        tail -1 "/tmp/zbound-san/$tool/summary.txt"
+        # The start of each failing test's log.
+        for res in $(grep -l -E '^FAILED' /tmp/zbound-san/$tool/*.res 2>/dev/null); do
+            status=1
+            head -c 20000 "${res%.res}.log" > "$OUT/sanitize/$(basename "${res%.res}")_$tool.log"
+        done
+    done
+    exit $status ;;
+esac
 
 "$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
 summary gpu_tests "$OUT/gpu_tests.log"
@@ -83,46 +138,46 @@ unset ZBOUND_BACKEND ZBOUND_GPU_MIN_BYTES
 : > "$OUT/bench.jsonl"
 for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57__TREFHT 110x64x128"; do
     set -- $spec
-    "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor lorenzo --encoder fast --backend gpu --size-mb 1024 \
+    "$RUN/bin/zbound" bench "$FIELDS/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor lorenzo --encoder fast --backend gpu --size-mb 1024 \
         --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_$1.err" ||
         echo "bench $1 failed: $(tail -2 "$OUT/bench_$1.err")"
 done
 # The interp predictor on the GPU (format v2, fast encoder), one field.
-"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor interp --encoder fast --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_interp --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_interp.err" || echo "bench interp failed"
 # The ratio pipeline on the GPU (interp predictor + ratio encoder, format v3, or v4 with run tokens).
 for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57__TREFHT 110x64x128"; do
     set -- $spec
-    "$RUN/bin/zbound" bench "$OUT/fields/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor interp --encoder ratio \
+    "$RUN/bin/zbound" bench "$FIELDS/$1.raw" -t f32 -d "$2" --rel 1e-3 --predictor interp --encoder ratio \
         --backend gpu --size-mb 1024 --repeat 5 --warmup 2 --label "$1" --json >> "$OUT/bench.jsonl" \
         2> "$OUT/bench_ratio_$1.err" || echo "bench ratio $1 failed: $(tail -2 "$OUT/bench_ratio_$1.err")"
 done
 # The Lorenzo predictor with the ratio encoder on the GPU (format v2, or v4 with run tokens), one field.
-"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder ratio --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_lorenzo_ratio --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_lorenzo_ratio.err" ||
     echo "bench lorenzo ratio failed: $(tail -2 "$OUT/bench_lorenzo_ratio.err")"
 # The point-wise relative bound (format v5): the log transform, the inner interp + ratio stream, the check and the
 # exceptions all on the GPU.
-"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \
+"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \
     --predictor interp --encoder ratio --backend gpu --size-mb 256 --repeat 3 --warmup 1 --label TREFHT_pw_rel \
     --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_pwrel.err" || echo "bench pw_rel failed: $(tail -2 "$OUT/bench_pwrel.err")"
 # Size sweep (issue 4): the fast pipeline host-resident and device-resident at 1 .. 1024 MB.
-"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder fast --backend gpu --sizes 1,4,16,64,256,1024 --repeat 5 --warmup 2 \
     --label TREFHT > "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes failed: $(tail -2 "$OUT/bench_sizes.txt")"
 # The same sizes on the device machine's CPU cores: where the GPU starts to pay (ZBOUND_GPU_MIN_BYTES).
-"$RUN/bin/zbound" bench "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder fast --backend cpu --sizes 0.25,1,4,16,64 --repeat 5 --warmup 1 \
     --label TREFHT_cpu >> "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes (cpu) failed"
 # h5py through the filter (issue 4): 2 GB in 16 MB chunks in /dev/shm, zbound (GPU) against uncompressed.
-ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
+ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput.txt" 2>&1 ||
     echo "h5py throughput failed: $(tail -3 "$OUT/h5py_throughput.txt")"
 # The same with the default backend choice (AUTO: compression on the GPU; Lorenzo + fast decompression on the CPU
 # when it has 12 threads or more, faster there than the GPU's round trip through host memory).
-python3 bench/h5py_throughput.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
+python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput_auto.txt" 2>&1 ||
     echo "h5py throughput (auto) failed: $(tail -3 "$OUT/h5py_throughput_auto.txt")"
 # Chunk I/O from GPU arrays (issue 4): the package tests in the tree, the example, and a 4 GB CuPy array.
@@ -130,14 +185,14 @@ export ZBOUND_LIBRARY="$root/$RUN/lib/libzbound.so" PYTHONPATH="$root/python"
 python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
 echo "pytest direct chunk I/O: $(grep -E "passed|failed" "$OUT/pytest_direct.log" | tail -1)"
 HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" \
+HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
     --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" \
+HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
     --dims 110x64x128 --size-gb 4 --chunk-mb 16 >> "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench (16 MB) failed"
 # The same through the C API (examples/device_chunks.c): 4 GB, 64 MB and 16 MB chunks.
 for mb in 64 16; do
     HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/device_chunks" /dev/shm/zb_device_chunks_c.h5 \
-        "$OUT/fields/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
+        "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
         echo "device_chunks (C, $mb MB) failed: $(tail -2 "$OUT/device_chunks.txt")"
     rm -f /dev/shm/zb_device_chunks_c.h5
 done
