@@ -11,8 +11,8 @@
 //             segment 0) + per-tile counts; where the one-block exception stage may run, also the exception
 //             mask's edge blocks and flags (TileEdges, gpu_device.cuh)
 //   (both in one pass, k_quantize_encode, where the q of a tile's neighbours fit in shared memory and the array has
-//   two waves of tiles or more (walk_plan): blocks walk runs of tiles keeping the recent q in a ring; then q is not
-//   written, and the escaped deltas are kept for k_escapes)
+//   two waves of tiles or more, one for a chunk of a batch (walk_plan): blocks walk runs of tiles keeping the
+//   recent q in a ring; then q is not written, and the escaped deltas are kept for k_escapes)
 //   CUB exclusive scan of the per-tile counts (totals of code blocks, escapes, exceptions left on the device)
 //   exceptions: their values, edge mask, change bits, sparse flags and counts (for their count, or up to a cap);
 //             chunk-sized arrays in one launch of one block (exceptions_encode_block.cuh)
@@ -656,7 +656,7 @@ inline long walk_env() {
     return v;
 }
 
-inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_count) {
+inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_count, bool batch_item) {
     WalkPlan wp;
     const long env = walk_env();
     if (env == 0) return wp;
@@ -673,10 +673,12 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     // twice the values at walks of 4) but save k_encode's launch and the round trip of q. H100, TREFHT, per device
     // call against two passes: 16 MB 72.1-72.9 -> 67.6 us (walks of 4; 2: 71.6, 8: 70.3), 32 MB 120.1-120.4 ->
     // 101.1 (walks of 8; 4: 106.8-108.2), 64 MB 200.4-200.5 -> 175.1 (walks of 8; 4: 179.4); at 8 MB (1024 tiles)
-    // walks of 4 lost (49.9-50.9 -> 53.2) and at 4 MB every walk length did (NOTES 136, 137).
+    // walks of 4 lost (49.9-50.9 -> 53.2) and at 4 MB every walk length did (NOTES 136, 137). A chunk of a batched
+    // call walks from one wave of tiles: chunks on other streams fill the SMs that its short walks leave idle (8 MB
+    // chunks, 64 a call: 272-298 -> 335 GB/s compressing with walks of 4; NOTES 137).
     const uint64_t min_walk = div_up(8 * wp.lookback, kTileCodes);
     const uint64_t wave = 4 * (uint64_t)std::max(sm_count, 1);
-    const bool long_walks = ntiles >= min_walk * wave, chunk_walks = ntiles >= 2 * wave;
+    const bool long_walks = ntiles >= min_walk * wave, chunk_walks = ntiles >= (batch_item ? 1 : 2) * wave;
     if (env < 0 && ((!long_walks && !chunk_walks) || (rank >= 2 && dm.nx % 4 != 0))) return wp;
     wp.ring = (uint32_t)ring;
     wp.tiles_per_block = env > 0       ? (uint64_t)env
@@ -1518,7 +1520,7 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     const Dims dm = make_dims(shape);
     // Quantization and codes in one pass where the ring fits (k_quantize_encode; q then holds escaped deltas only),
     // else k_quantize and k_encode.
-    const WalkPlan wp = walk_plan(dm, shape.rank, ntiles, c.sm_count);
+    const WalkPlan wp = walk_plan(dm, shape.rank, ntiles, c.sm_count, c.batch_item);
     const bool rel = p.mode == ZB_MODE_REL;
     const QuantParams qp = make_quant_params(p.bound, p.has_fill, p.fill_bits);  // ABS (REL: k_range)
 

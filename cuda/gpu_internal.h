@@ -177,7 +177,8 @@ struct Context {
     cudaStream_t branch_stream[kBranches] = {};
     cudaEvent_t branch_event[kBranches + 1] = {};
     // Set while the context serves one chunk of a batch: its calls are not graphed (a batch's chunks have pointers of
-    // their own, so a key rarely repeats, and a repeated batch would fill the cache with graphs that evict each other).
+    // their own, so a key rarely repeats, and a repeated batch would fill the cache with graphs that evict each other),
+    // and its fast encoder walks from smaller arrays (encode.cuh, walk_plan).
     bool batch_item = false;
     // The fraction of exceptions among the values of this context's last device-side fast encode: the next one
     // sizes its exception stage for that many (encode.cuh, exception_cap).
