@@ -41,10 +41,11 @@ template <typename T> std::vector<std::vector<T>> batch_chunks(const std::vector
     return chunks;
 }
 
-template <typename T> void batch_round_trip(const zb_params &p, const std::string &what) {
+// Default: small chunks, more of them than the default eight streams.
+template <typename T>
+void batch_round_trip(const zb_params &p, const std::string &what, const std::vector<size_t> &dims = {24, 40, 72},
+                      size_t count = 11) {
     SCOPED_TRACE(what);
-    const std::vector<size_t> dims{24, 40, 72};
-    const size_t count = 11;  // more chunks than the default eight streams
     const auto chunks = batch_chunks<T>(dims, count);
     const size_t n = chunks[0].size(), vbytes = n * sizeof(T);
     const size_t cap = zb_compress_bound(zbt::dtype_of<T>(), n);
@@ -129,6 +130,19 @@ TEST(GpuBatch, EveryChunkGetsTheCpuBytesF32) {
 TEST(GpuBatch, EveryChunkGetsTheCpuBytesF64) {
     ZB_REQUIRE_GPU();
     batch_pipelines<double>();
+}
+
+// Chunks of 256 x 64 x 128 values, 1024 tiles of 2048 codes: on a GPU of 129 to 256 SMs (an H100 or H200 has 132)
+// a lone call codes them in two passes and a chunk of a batch in walks of 4 tiles (walk_plan: from two waves of
+// tiles alone, one wave of 4 x SMs in a batch). The batch's streams are the CPU's bytes either way.
+TEST(GpuBatch, ChunksThatWalkGetTheCpuBytes) {
+    ZB_REQUIRE_GPU();
+    zb_params p = zb_params_default();
+    p.mode = ZB_MODE_REL;
+    p.bound = 1e-3;
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_FAST;
+    batch_round_trip<float>(p, "rel 1e-3, 8 MiB chunks", {256, 64, 128}, 4);
 }
 
 // One corrupted stream and one null buffer in a batch: those chunks report their errors, the call returns the
