@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,8 +23,8 @@ namespace gput {
 
 // Under compute-sanitizer each GPU call runs 10-1000x slower, and the tests with hundreds of corrupted streams or
 // parameter sets do not finish in a device session (bench/NOTES.md 136). ZBOUND_TEST_SAMPLE=K makes those loops
-// take every K-th item only: the same kernels and paths, fewer repetitions (tests/gpu_sanitize.sh sets it for the
-// heavy tests). Without it, or with K <= 1, every item runs.
+// run about one item in K (or trials / K trials): the same kernels and paths, fewer repetitions
+// (tests/gpu_sanitize.sh sets 8). Without it, or with K <= 1, every item runs.
 inline size_t sample_stride() {
     static const size_t stride = [] {
         const char *e = std::getenv("ZBOUND_TEST_SAMPLE");
@@ -32,7 +33,13 @@ inline size_t sample_stride() {
     }();
     return stride;
 }
-inline bool sampled(size_t item) { return item % sample_stride() == 0; }
+// Whether loop item `item` runs. The items are picked by a hash of the index, not as every K-th, which would line up
+// with the loops' nesting (every 8th item of a loop over 4 pipelines is always the same pipeline).
+inline bool sampled(size_t item) {
+    if (sample_stride() == 1) return true;
+    const uint64_t h = ((uint64_t)item + 1) * 0x9E3779B97F4A7C15ull;
+    return (h >> 40) % sample_stride() == 0;
+}
 inline int sampled_trials(int trials) { return std::max(1, trials / (int)sample_stride()); }
 
 // A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
