@@ -246,8 +246,8 @@ sanitize() {
 sanitize racecheck racecheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF32' ZBOUND_GPU_YZ_PARTS=3
 sanitize memcheck memcheck_yz_parts 'GpuParity.EscapesF32:GpuParity.OutliersF64' ZBOUND_GPU_YZ_PARTS=3
 exceptions_tests='GpuCorrupt.FewExceptionsSameAnswerAsCpu:GpuDeviceApi.RepeatedCallsOnTheSameBuffersF32'
-sanitize racecheck racecheck_exceptions "$exceptions_tests" ZBOUND_TEST_TRIALS=25
-sanitize memcheck memcheck_exceptions "$exceptions_tests" ZBOUND_TEST_TRIALS=25
+sanitize racecheck racecheck_exceptions "$exceptions_tests" ZBOUND_TEST_SAMPLE=12
+sanitize memcheck memcheck_exceptions "$exceptions_tests" ZBOUND_TEST_SAMPLE=12
 # The ratio encoder's kernels with run tokens (block scan of the runs across threads, token decoder).
 timeout 180 compute-sanitizer --tool memcheck --error-exitcode 1 "$RUN/bin/ratio_tests" \
     --gtest_filter='RatioGpu.ParityRunTokens' > "$OUT/memcheck_runs.log" 2>&1
