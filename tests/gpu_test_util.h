@@ -41,6 +41,11 @@ inline bool sampled(size_t item) {
     return (h >> 40) % sample_stride() == 0;
 }
 inline int sampled_trials(int trials) { return std::max(1, trials / (int)sample_stride()); }
+// For a loop over `count` variants (bounds, say) of item `item` (a field): all of them without sampling, else
+// variant item % count only, so that the items take the variants in turn and every item is still checked.
+inline bool sampled_variant(size_t item, size_t variant, size_t count) {
+    return sample_stride() == 1 || variant == item % count;
+}
 
 // A field with every segment in use: smooth values, NaN runs and isolated outliers (exceptions), spikes (escapes).
 template <typename T> std::vector<T> busy_field(const std::vector<size_t> &dims, uint32_t seed) {
