@@ -3,7 +3,10 @@
 # GPU, compute-sanitizer on the GPU tests, and the 1 GB fast-pipeline benchmark. Logs go to $OUT.
 #
 # Prepared here (the GPU machine has no internet and only the repository):
-#   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j2
+#   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
+#         -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc && cmake --build build-gpu -j2
+#   (sm_90 code only, for the H100/H200: each binary links the CUDA library, and with the default 80-real + 90 the
+#   whole pack is about 70 MB of archives, over the 64 MiB carry limit; with 90-real it is about 33 MB)
 #   bash bench/device_check.sh pack      # the binaries and ../shared/data into .devrun/, archived into .devpack/
 #                                        # (`pack light`: gpu_tests and zbound only, for the sizes and sanitize modes)
 # then run `bash bench/device_check.sh run` there with .devpack carried (git-ignored through .git/info/exclude).
@@ -23,8 +26,8 @@ if [ "${1:-}" = pack ]; then
     rm -rf "$RUN" && mkdir -p "$RUN/bin" "$RUN/plugin" "$RUN/data"
     mkdir -p "$RUN/lib"
     cp "$BUILD/tests/gpu_tests" "$BUILD/bin/zbound" "$RUN/bin/"
-    # `pack light`: only what the sizes and sanitize modes run. The whole pack (about 70 MB of archives in session
-    # 43) has outgrown the carry limit of 64 MiB; `run` needs it, or the rest built on the device.
+    # `pack light`: only what the sizes and sanitize modes run (from `build`, whose default architectures make the
+    # whole pack too big to carry).
     if [ "${2:-}" != light ]; then
         cp "$BUILD"/tests/{core_tests,ratio_tests,filter_plugin_tests,filter_static_tests,h5chunks_tests} "$RUN/bin/"
         cp "$BUILD/examples/device_chunks" "$RUN/bin/"
