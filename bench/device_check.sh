@@ -10,9 +10,11 @@
 #   bash bench/device_check.sh pack      # the binaries and ../shared/data into .devrun/, archived into .devpack/
 #                                        # (`pack light`: gpu_tests and zbound only, for the sizes and sanitize modes)
 # then run `bash bench/device_check.sh run` there with .devpack carried (git-ignored through .git/info/exclude).
-# A whole run takes longer than one call; two shorter modes fit one call each:
+# A whole run takes longer than one call; three shorter modes fit one call each:
 #   bash bench/device_check.sh sizes          the GPU tests, then per-call times at 4-64 MiB (the walk plan against
 #                                             two passes, two rounds) and the batched rows
+#   bash bench/device_check.sh io             the device chunk I/O tests and benchmarks (C API and CuPy, 4 GB) and the
+#                                             filter's tests forced onto the GPU (needs the whole pack)
 #   bash bench/device_check.sh sanitize S [T] memcheck and racecheck side by side for S seconds, a test per process
 #                                             (tests/gpu_sanitize.sh), skipping the tests that
 #                                             bench/results/sanitize/<tool>_clean_<T>.txt list; the new lists
@@ -67,7 +69,47 @@ summary() { echo "$1: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? passed|fai
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 tests/gpu_make_fields.py "$RUN/data" "$FIELDS" > "$OUT/fields.log" 2>&1 || echo "field extraction failed"
 
+# The chunk I/O and the filter through the GPU (issue 4 criteria 4 and 5): the `io` mode, and part of `run`.
+io_checks() {
+    # Device chunk I/O through the C API (h5chunks/), with the default window and with a 1 MB one (many batches).
+    "$RUN/bin/h5chunks_tests" > "$OUT/h5chunks_tests.log" 2>&1
+    summary h5chunks_tests "$OUT/h5chunks_tests.log"
+    ZBOUND_CHUNK_WINDOW_MB=1 "$RUN/bin/h5chunks_tests" --gtest_filter='DeviceChunks.*' > "$OUT/h5chunks_window.log" 2>&1
+    summary "h5chunks_tests (1 MB window)" "$OUT/h5chunks_window.log"
+    # The filter through the GPU: every chunk, however small, goes to the GPU (an error there fails the test).
+    export ZBOUND_BACKEND=gpu ZBOUND_GPU_MIN_BYTES=0
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/filter_plugin_tests" > "$OUT/filter_plugin.log" 2>&1
+    summary "filter_plugin_tests (gpu)" "$OUT/filter_plugin.log"
+    "$RUN/bin/filter_static_tests" > "$OUT/filter_static.log" 2>&1
+    summary "filter_static_tests (gpu)" "$OUT/filter_static.log"
+    python3 -m pytest -q -p no:cacheprovider python_tests/test_h5_h5py.py python_tests/test_h5_realdata.py \
+        > "$OUT/pytest_gpu.log" 2>&1
+    echo "pytest h5py (gpu): $(tail -1 "$OUT/pytest_gpu.log")"
+    unset ZBOUND_BACKEND ZBOUND_GPU_MIN_BYTES
+    # Chunk I/O from GPU arrays (issue 4): the package tests in the tree, the example, and a 4 GB CuPy array.
+    export ZBOUND_LIBRARY="$root/$RUN/lib/libzbound.so" PYTHONPATH="$root/python"
+    python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
+    echo "pytest direct chunk I/O: $(grep -E "passed|failed" "$OUT/pytest_direct.log" | tail -1)"
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
+        --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
+        --dims 110x64x128 --size-gb 4 --chunk-mb 16 >> "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench (16 MB) failed"
+    # The same through the C API (examples/device_chunks.c): 4 GB, 64 MB and 16 MB chunks.
+    for mb in 64 16; do
+        HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/device_chunks" /dev/shm/zb_device_chunks_c.h5 \
+            "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
+            echo "device_chunks (C, $mb MB) failed: $(tail -2 "$OUT/device_chunks.txt")"
+        rm -f /dev/shm/zb_device_chunks_c.h5
+    done
+    unset ZBOUND_LIBRARY PYTHONPATH
+}
+
 case "${1:-run}" in
+io)
+    io_checks
+    cat "$OUT/device_chunks.txt"
+    exit 0 ;;
 sizes)
     "$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
     summary gpu_tests "$OUT/gpu_tests.log"
@@ -127,21 +169,7 @@ done
 summary core_tests "$OUT/core_tests.log"
 "$RUN/bin/ratio_tests" > "$OUT/ratio_tests.log" 2>&1
 summary ratio_tests "$OUT/ratio_tests.log"
-# Device chunk I/O through the C API (h5chunks/), with the default window and with a 1 MB one (many batches).
-"$RUN/bin/h5chunks_tests" > "$OUT/h5chunks_tests.log" 2>&1
-summary h5chunks_tests "$OUT/h5chunks_tests.log"
-ZBOUND_CHUNK_WINDOW_MB=1 "$RUN/bin/h5chunks_tests" --gtest_filter='DeviceChunks.*' > "$OUT/h5chunks_window.log" 2>&1
-summary "h5chunks_tests (1 MB window)" "$OUT/h5chunks_window.log"
-# The filter through the GPU: every chunk, however small, goes to the GPU (an error there fails the test).
-export ZBOUND_BACKEND=gpu ZBOUND_GPU_MIN_BYTES=0
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/filter_plugin_tests" > "$OUT/filter_plugin.log" 2>&1
-summary "filter_plugin_tests (gpu)" "$OUT/filter_plugin.log"
-"$RUN/bin/filter_static_tests" > "$OUT/filter_static.log" 2>&1
-summary "filter_static_tests (gpu)" "$OUT/filter_static.log"
-python3 -m pytest -q -p no:cacheprovider python_tests/test_h5_h5py.py python_tests/test_h5_realdata.py \
-    > "$OUT/pytest_gpu.log" 2>&1
-echo "pytest h5py (gpu): $(tail -1 "$OUT/pytest_gpu.log")"
-unset ZBOUND_BACKEND ZBOUND_GPU_MIN_BYTES
+io_checks
 
 # 1 GB fast-pipeline benchmark, f32, rel 1e-3, real fields tiled along their slowest dim.
 : > "$OUT/bench.jsonl"
@@ -189,23 +217,6 @@ ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57_
 python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput_auto.txt" 2>&1 ||
     echo "h5py throughput (auto) failed: $(tail -3 "$OUT/h5py_throughput_auto.txt")"
-# Chunk I/O from GPU arrays (issue 4): the package tests in the tree, the example, and a 4 GB CuPy array.
-export ZBOUND_LIBRARY="$root/$RUN/lib/libzbound.so" PYTHONPATH="$root/python"
-python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
-echo "pytest direct chunk I/O: $(grep -E "passed|failed" "$OUT/pytest_direct.log" | tail -1)"
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
-    --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
-HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
-    --dims 110x64x128 --size-gb 4 --chunk-mb 16 >> "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench (16 MB) failed"
-# The same through the C API (examples/device_chunks.c): 4 GB, 64 MB and 16 MB chunks.
-for mb in 64 16; do
-    HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/device_chunks" /dev/shm/zb_device_chunks_c.h5 \
-        "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
-        echo "device_chunks (C, $mb MB) failed: $(tail -2 "$OUT/device_chunks.txt")"
-    rm -f /dev/shm/zb_device_chunks_c.h5
-done
-unset ZBOUND_LIBRARY PYTHONPATH
 python3 - "$OUT/bench.jsonl" <<'EOF'
 import json, sys
 print(f"{'field':36s} {'CR':>6s} {'max/eb':>7s} {'comp kern':>9s} {'decomp kern':>11s} {'comp e2e':>8s} {'decomp e2e':>10s}  (GB/s) {'f %':>6s}")
