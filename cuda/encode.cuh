@@ -668,14 +668,17 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     // not a multiple of 4 take 4-byte ring reads, each wrapped on its own: then the two passes were as fast (1 GB of
     // gmt_geoid, 601 columns: 539-558 GB/s walking, 551 not). Five waves: walks of 48 tiles at 1 GB (16 to 124
     // measured, H200: 618-631 GB/s, 48 the best).
-    // Below that, from two waves of tiles (chunk sizes): about one wave of walks of 4 to 8 tiles, and past 8 tiles
-    // about two waves of walks. They quantize up to a lookback again per walk (TREFHT's 128 x 64 planes: 4 tiles, so
-    // twice the values at walks of 4) but save k_encode's launch and the round trip of q. H100, TREFHT, per device
-    // call against two passes: 16 MB 72.1-72.9 -> 67.6 us (walks of 4; 2: 71.6, 8: 70.3), 32 MB 120.1-120.4 ->
-    // 101.1 (walks of 8; 4: 106.8-108.2), 64 MB 200.4-200.5 -> 175.1 (walks of 8; 4: 179.4); at 8 MB (1024 tiles)
-    // walks of 4 lost (49.9-50.9 -> 53.2) and at 4 MB every walk length did (NOTES 136, 137). A chunk of a batched
-    // call walks from one wave of tiles: chunks on other streams fill the SMs that its short walks leave idle (8 MB
-    // chunks, 64 a call: 272-298 -> 335 GB/s compressing with walks of 4; NOTES 137).
+    // Below that, from two waves of tiles (chunk sizes): one wave of walks of at least 4 tiles. They quantize up to a
+    // lookback again per walk (TREFHT's 128 x 64 planes: 4 tiles, so twice the values at walks of 4) but save
+    // k_encode's launch and the round trip of q. H100, TREFHT, per device call, compressing: 16 MB 72.1-72.9 us in
+    // two passes -> 67.6 (walks of 4; 2: 71.6, 8: 70.3); 32 MB 115.6-117.0 -> 99.0-100.2 (walks of 8; 4: 106.8-108.2,
+    // 16, half a wave: 103.1-103.3); 64 MB 201.7-202.1 -> 169.4-170.5 (walks of 16; 8: 173.2-174.2, 12: 177.3-177.6);
+    // 128 MB 288.7-289.1 with walks of 32 (16: 289.6-293.5). At 8 MB (1024 tiles) walks of 4 lost (49.9-50.9 ->
+    // 53.2) and at 4 MB every walk length did (NOTES 136-138).
+    // A chunk of a batched call walks from one wave of tiles, in half a wave of walks: chunks on other streams fill
+    // the SMs that its walks leave idle. Per chunk, compressing: 8 MB x 64 357-360 GB/s (walks of 4; two passes
+    // 329-330), 16 MB x 64 470-474 (8; 4: 437-439), 32 MB x 32 547 (16; 8: 510-520), 64 MB x 16 591-597 (32; 16:
+    // 580-582, 8: 547-555), 128 MB x 8 633-644 (64; 32: 628-632, 16: 604-607) (NOTES 138).
     const uint64_t min_walk = div_up(8 * wp.lookback, kTileCodes);
     const uint64_t wave = 4 * (uint64_t)std::max(sm_count, 1);
     const bool long_walks = ntiles >= min_walk * wave, chunk_walks = ntiles >= (batch_item ? 1 : 2) * wave;
@@ -683,8 +686,7 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     wp.ring = (uint32_t)ring;
     wp.tiles_per_block = env > 0       ? (uint64_t)env
                          : long_walks ? std::max(min_walk, div_up(ntiles, 5 * wave))
-                                      : std::max(std::clamp<uint64_t>(div_up(ntiles, wave), 4, 8),
-                                                 div_up(ntiles, 2 * wave));
+                                      : std::max<uint64_t>(4, div_up(ntiles, batch_item ? wave / 2 : wave));
     wp.blocks = (unsigned)div_up(ntiles, wp.tiles_per_block);
     return wp;
 }
