@@ -487,13 +487,19 @@ TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 // column group of 8, segments of 27 layers (steps of 4 end early); 100 x 100 x 600: 8 rows per thread, a last warp
 // of 4 rows; 300 x 64 x 64: two segments, the second of 44 layers (parts past its end are empty). Each with the plan's
 // parts, whole segments (ZBOUND_GPU_YZ_PARTS=1) and 3 parts. The line passes decode the same streams on shapes with
-// more rows (LargerArrays), so parity here is the walk's.
+// more rows (LargerArrays), so parity here is the walk's. Under ZBOUND_TEST_SAMPLE each shape takes one of the
+// three part settings, in turn.
 TEST(GpuParity, Rank3OnePassPrefix) {
     ZB_REQUIRE_GPU();
-    for (const char *parts : {"", "1", "3"}) {
+    const std::vector<const char *> part_settings{"", "1", "3"};
+    const std::vector<Dims> shapes{{160, 64, 1024}, {200, 40, 1000}, {100, 100, 600}, {300, 64, 64}};
+    for (size_t ps = 0; ps < part_settings.size(); ++ps) {
+        const char *parts = part_settings[ps];
         const zbt::ScopedEnv scoped("ZBOUND_GPU_YZ_PARTS", *parts ? parts : nullptr);
         const std::string how = std::string("yz parts ") + (*parts ? parts : "planned") + ", ";
-        for (const Dims &d : std::vector<Dims>{{160, 64, 1024}, {200, 40, 1000}, {100, 100, 600}, {300, 64, 64}}) {
+        for (size_t shape = 0; shape < shapes.size(); ++shape) {
+            if (!gput::sampled_variant(shape, ps, part_settings.size())) continue;
+            const Dims &d = shapes[shape];
             const auto f = zbt::smooth_field<float>(d, 0.02, 21, 20.0);
             gput::expect_parity(f, d, params(ZB_MODE_REL, 1e-3), how + name_of("f32", d, params(ZB_MODE_REL, 1e-3)));
             const auto g = zbt::smooth_field<double>(d, 0.02, 22, 20.0);
