@@ -141,7 +141,9 @@ sanitize)
             "$skip" > "/tmp/zbound-san-$tool.txt" 2>&1 &
     done
     wait
-    mkdir -p "$OUT/sanitize"   # the lists only: a log per test would be too many files to bring back
+    # The lists and one file of failures: a call brings back at most 8 files (with gpu.txt and fields.log), so not a
+    # log per test.
+    mkdir -p "$OUT/sanitize"
     status=0
     for tool in memcheck racecheck; do
         cp "/tmp/zbound-san/$tool/clean.txt" "$OUT/sanitize/${tool}_clean.txt"
@@ -150,7 +152,7 @@ sanitize)
         # The start of each failing test's log.
         for res in $(grep -l -E '^FAILED' /tmp/zbound-san/$tool/*.res 2>/dev/null); do
             status=1
-            head -c 20000 "${res%.res}.log" > "$OUT/sanitize/$(basename "${res%.res}")_$tool.log"
+            { echo "== $(basename "${res%.res}") ($tool)"; head -c 20000 "${res%.res}.log"; } >> "$OUT/sanitize/failures.log"
         done
     done
     exit $status ;;
