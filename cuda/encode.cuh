@@ -677,7 +677,7 @@ inline WalkPlan walk_plan(const Dims &dm, int rank, uint64_t ntiles, int sm_coun
     // 53.2) and at 4 MB every walk length did (NOTES 136-138).
     // A chunk of a batched call walks from one wave of tiles, in half a wave of walks: chunks on other streams fill
     // the SMs that its walks leave idle. Per chunk, compressing: 8 MB x 64 357-360 GB/s (walks of 4; two passes
-    // 329-330), 16 MB x 64 470-474 (8; 4: 437-439), 32 MB x 32 547 (16; 8: 510-520), 64 MB x 16 591-597 (32; 16:
+    // 329-330), 16 MB x 64 470-474 (8; 4: 435-439), 32 MB x 32 547 (16; 8: 509-520), 64 MB x 16 591-597 (32; 16:
     // 580-582, 8: 547-555), 128 MB x 8 633-644 (64; 32: 628-632, 16: 604-607) (NOTES 138).
     const uint64_t min_walk = div_up(8 * wp.lookback, kTileCodes);
     const uint64_t wave = 4 * (uint64_t)std::max(sm_count, 1);
