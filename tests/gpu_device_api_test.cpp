@@ -252,7 +252,9 @@ TEST(GpuDeviceApi, AutoChoosesLikeTheHostApi) {
             for (size_t s = 0; s < shapes.size(); ++s)
                 for (size_t k = 0; k < noises.size(); ++k, ++seed) {
                     // Under sampling each (mode, shape) takes one of its (encoder, noise) variants, in turn.
-                    if (!gput::sampled_variant(3 * m + s, 2 * e + k, 4)) continue;
+                    if (!gput::sampled_variant(m * shapes.size() + s, e * noises.size() + k,
+                                               encoders.size() * noises.size()))
+                        continue;
                     const auto &dims = shapes[s];
                     zb_params p = zb_params_default();
                     p.mode = modes[m];
@@ -469,11 +471,13 @@ template <typename T> void chunk_path_cases() {
     lossless_tight.bound = 1e-12;
     cases.push_back({"noise (raw passthrough)", {300, 301}, zbt::smooth_field<T>({300, 301}, 5.0, seed++), lossless_tight});
 
-    for (const char *chunk : {"1", "0"}) {
+    const std::vector<const char *> paths{"1", "0"};  // ZBOUND_GPU_CHUNK: the chunk path, the general path
+    for (size_t path_index = 0; path_index < paths.size(); ++path_index) {
+        const char *chunk = paths[path_index];
         const zbt::ScopedEnv path("ZBOUND_GPU_CHUNK", chunk);
         for (size_t i = 0; i < cases.size(); ++i) {
             // Under sampling each case takes one of the two paths, in turn (5 cases a shape: both paths per kind).
-            if (!gput::sampled_variant(i, chunk[0] == '1' ? 0 : 1, 2)) continue;
+            if (!gput::sampled_variant(i, path_index, paths.size())) continue;
             const Case &c = cases[i];
             SCOPED_TRACE(std::string("ZBOUND_GPU_CHUNK=") + chunk + ", " + c.what);
             const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, c.v, c.dims, c.p);

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -336,8 +337,8 @@ template <typename T> void check_field(const std::string &dir, const Field &fd, 
     ASSERT_TRUE((bool)f.read(reinterpret_cast<char *>(v.data()), (std::streamsize)(n * sizeof(T))))
         << "cannot read " << fd.file;
     const double bounds[] = {1e-2, 1e-3, 1e-4};
-    for (size_t b = 0; b < 3; ++b) {
-        if (!gput::sampled_variant(field, b, 3)) continue;
+    for (size_t b = 0; b < std::size(bounds); ++b) {
+        if (!gput::sampled_variant(field, b, std::size(bounds))) continue;
         const double rel = bounds[b];
         zb_params p = interp_params(ZB_MODE_REL, rel);
         p.has_fill = fd.has_fill;

@@ -4,6 +4,7 @@
 // (build target `gpu_fields`, or run it by hand and point ZBOUND_GPU_FIELDS at the output directory).
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include "gpu_test_util.h"
 
@@ -58,8 +59,8 @@ template <typename T> void check_field(const std::string &dir, const Field &fd, 
     std::vector<T> v;
     ASSERT_TRUE(read_raw(dir + "/" + fd.file, n, v)) << "cannot read " << fd.file;
     const double bounds[] = {1e-2, 1e-3, 1e-4};
-    for (size_t b = 0; b < 3; ++b) {
-        if (!gput::sampled_variant(field, b, 3)) continue;
+    for (size_t b = 0; b < std::size(bounds); ++b) {
+        if (!gput::sampled_variant(field, b, std::size(bounds))) continue;
         const double rel = bounds[b];
         zb_params p = zb_params_default();
         p.predictor = ZB_PRED_LORENZO;
