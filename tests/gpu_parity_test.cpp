@@ -481,6 +481,28 @@ TEST(GpuParity, WalkRowsAcrossTheRingEnd) {
 }
 TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 
+// Two-pass arrays of one to two waves of tiles (586 to 830; ranks 1-3, rows of a multiple of 4 values and not: no
+// walk) with a NaN, an infinity and fill values, which the REL range must skip (a fill value far outside the field
+// would loosen the bound), and ABS in f64. Written for a cooperative grid that took the range, the quantization and
+// the codes in one kernel, its blocks several tiles each at these sizes (NOTES 139: not kept).
+TEST(GpuParity, MidSizeTwoPassWithSpecials) {
+    ZB_REQUIRE_GPU();
+    for (const Dims &d : std::vector<Dims>{{1700000}, {1200, 1000}, {100, 100, 150}, {128, 64, 200}}) {
+        auto f = zbt::smooth_field<float>(d, 0.02, 31, 20.0);
+        f[7] = std::numeric_limits<float>::quiet_NaN();
+        f[f.size() / 2] = std::numeric_limits<float>::infinity();
+        const float fill = -9999.0f;  // far outside the field: a range that took it would loosen the bound
+        for (size_t i = 1000; i < f.size(); i += 99991) f[i] = fill;
+        zb_params p = params(ZB_MODE_REL, 1e-3);
+        p.has_fill = 1;
+        p.fill_bits = zbt::bits(fill);
+        gput::expect_parity(f, d, p, name_of("mid-size f32 fill", d, p));
+        const auto g = zbt::smooth_field<double>(d, 0.02, 32, 20.0);
+        gput::expect_parity(g, d, params(ZB_MODE_ABS, 1e-5), name_of("mid-size f64", d, params(ZB_MODE_ABS, 1e-5)));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 // Rank 3 with up to 128 rows: the decoder takes y and z in one walk over the layers (k_yz_prefix), each Lorenzo
 // segment cut into parts where the segments alone give too few blocks (sums per part, their scan, then the walk
 // from the carries). 160 x 64 x 1024: 4 rows per thread, nx divides the tile; 200 x 40 x 1000: x carries, a last
