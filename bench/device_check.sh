@@ -63,6 +63,7 @@ root=$(pwd)
 [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
 [ -e /work/shared/data ] || { mkdir -p /work/shared && ln -s "$root/$RUN/data" /work/shared/data; }
 FIELDS=${FIELDS:-/tmp/zbound-fields}   # outside $OUT: about 100 MB that need not come back
+TREFHT="$FIELDS/cesm_trefht_b06_57__TREFHT.raw"   # one CESM member, 110 x 64 x 128 f32: most timings use it
 export ZBOUND_GPU_FIELDS="$FIELDS" ZBOUND_BUILD_DIR="$root/$RUN"
 summary() { echo "$1: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? passed|failed|ERROR SUMMARY|RACECHECK SUMMARY' "$2" | tr '\n' ' ')"; }
 
@@ -91,14 +92,14 @@ io_checks() {
     python3 -m pytest -q -p no:cacheprovider python_tests/test_pkg_direct.py > "$OUT/pytest_direct.log" 2>&1
     echo "pytest direct chunk I/O: $(grep -E "passed|failed" "$OUT/pytest_direct.log" | tail -1)"
     HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 examples/device_chunks.py /dev/shm/zb_example.h5 2>&1 | tail -2
-    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$TREFHT" \
         --dims 110x64x128 --size-gb 4 --chunk-mb 64 > "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench failed"
-    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" \
+    HDF5_PLUGIN_PATH="$root/$RUN/plugin" python3 bench/device_chunks_bench.py "$TREFHT" \
         --dims 110x64x128 --size-gb 4 --chunk-mb 16 >> "$OUT/device_chunks.txt" 2>&1 || echo "device chunks bench (16 MB) failed"
     # The same through the C API (examples/device_chunks.c): 4 GB, 64 MB and 16 MB chunks.
     for mb in 64 16; do
         HDF5_PLUGIN_PATH="$root/$RUN/plugin" "$RUN/bin/device_chunks" /dev/shm/zb_device_chunks_c.h5 \
-            "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
+            "$TREFHT" 110 64 128 4 $mb 1e-3 >> "$OUT/device_chunks.txt" 2>&1 ||
             echo "device_chunks (C, $mb MB) failed: $(tail -2 "$OUT/device_chunks.txt")"
         rm -f /dev/shm/zb_device_chunks_c.h5
     done
@@ -113,12 +114,13 @@ io)
 sizes)
     "$RUN/bin/gpu_tests" > "$OUT/gpu_tests.log" 2>&1
     summary gpu_tests "$OUT/gpu_tests.log"
+    # The plan against two passes everywhere (ZBOUND_GPU_WALK=0); a setting is a variable's assignment, or plan.
     for round in 1 2; do
-        for walk in plan 0; do
-            env $([ "$walk" = 0 ] && echo ZBOUND_GPU_WALK=0) "$RUN/bin/zbound" bench \
-                "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 --predictor lorenzo \
+        for setting in plan ZBOUND_GPU_WALK=0; do
+            env $([ "$setting" != plan ] && echo "$setting") "$RUN/bin/zbound" bench \
+                "$TREFHT" -t f32 -d 110x64x128 --rel 1e-3 --predictor lorenzo \
                 --encoder fast --backend gpu --sizes 4.194304,8.388608,16.777216,33.554432,67.108864 --repeat 25 \
-                --warmup 5 --label "walk_$walk" --json >> "$OUT/sizes.jsonl" 2>> "$OUT/sizes.err"
+                --warmup 5 --label "$setting" --json >> "$OUT/sizes.jsonl" 2>> "$OUT/sizes.err"
         done
     done
     python3 - "$OUT/sizes.jsonl" <<'EOF'
@@ -182,7 +184,7 @@ for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57
         echo "bench $1 failed: $(tail -2 "$OUT/bench_$1.err")"
 done
 # The interp predictor on the GPU (format v2, fast encoder), one field.
-"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$TREFHT" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor interp --encoder fast --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_interp --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_interp.err" || echo "bench interp failed"
 # The ratio pipeline on the GPU (interp predictor + ratio encoder, format v3, or v4 with run tokens).
@@ -193,30 +195,30 @@ for spec in "gmt_sst__z 1080x2160" "gmt_geoid_1m__z 451x601" "cesm_trefht_b06_57
         2> "$OUT/bench_ratio_$1.err" || echo "bench ratio $1 failed: $(tail -2 "$OUT/bench_ratio_$1.err")"
 done
 # The Lorenzo predictor with the ratio encoder on the GPU (format v2, or v4 with run tokens), one field.
-"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$TREFHT" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder ratio --backend gpu --size-mb 1024 --repeat 5 --warmup 2 \
     --label TREFHT_lorenzo_ratio --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_lorenzo_ratio.err" ||
     echo "bench lorenzo ratio failed: $(tail -2 "$OUT/bench_lorenzo_ratio.err")"
 # The point-wise relative bound (format v5): the log transform, the inner interp + ratio stream, the check and the
 # exceptions all on the GPU.
-"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --pw-rel 1e-3 \
+"$RUN/bin/zbound" bench "$TREFHT" -t f32 -d 110x64x128 --pw-rel 1e-3 \
     --predictor interp --encoder ratio --backend gpu --size-mb 256 --repeat 3 --warmup 1 --label TREFHT_pw_rel \
     --json >> "$OUT/bench.jsonl" 2> "$OUT/bench_pwrel.err" || echo "bench pw_rel failed: $(tail -2 "$OUT/bench_pwrel.err")"
 # Size sweep (issue 4): the fast pipeline host-resident and device-resident at 1 .. 1024 MB.
-"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$TREFHT" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder fast --backend gpu --sizes 1,4,16,64,256,1024 --repeat 5 --warmup 2 \
     --label TREFHT > "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes failed: $(tail -2 "$OUT/bench_sizes.txt")"
 # The same sizes on the device machine's CPU cores: where the GPU starts to pay (ZBOUND_GPU_MIN_BYTES).
-"$RUN/bin/zbound" bench "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" -t f32 -d 110x64x128 --rel 1e-3 \
+"$RUN/bin/zbound" bench "$TREFHT" -t f32 -d 110x64x128 --rel 1e-3 \
     --predictor lorenzo --encoder fast --backend cpu --sizes 0.25,1,4,16,64 --repeat 5 --warmup 1 \
     --label TREFHT_cpu >> "$OUT/bench_sizes.txt" 2>&1 || echo "bench --sizes (cpu) failed"
 # h5py through the filter (issue 4): 2 GB in 16 MB chunks in /dev/shm, zbound (GPU) against uncompressed.
-ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
+ZBOUND_BACKEND=gpu python3 bench/h5py_throughput.py "$TREFHT" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput.txt" 2>&1 ||
     echo "h5py throughput failed: $(tail -3 "$OUT/h5py_throughput.txt")"
 # The same with the default backend choice (AUTO: compression on the GPU; Lorenzo + fast decompression on the CPU
 # when it has 12 threads or more, faster there than the GPU's round trip through host memory).
-python3 bench/h5py_throughput.py "$FIELDS/cesm_trefht_b06_57__TREFHT.raw" --dims 110x64x128 \
+python3 bench/h5py_throughput.py "$TREFHT" --dims 110x64x128 \
     --plugin-dir "$RUN/plugin" --rel 1e-3 --size-gb 2 --chunk-mb 16 --repeat 3 > "$OUT/h5py_throughput_auto.txt" 2>&1 ||
     echo "h5py throughput (auto) failed: $(tail -3 "$OUT/h5py_throughput_auto.txt")"
 python3 - "$OUT/bench.jsonl" <<'EOF'
