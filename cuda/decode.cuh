@@ -688,8 +688,8 @@ YzPlan plan_yz(const Context &c, uint64_t nx, uint64_t ny, uint64_t nz, const Lo
         const uint64_t slots = (uint64_t)std::max(1, per_sm) * (uint64_t)c.sm_count;
         parts = std::max<uint64_t>(1, std::min(slots / runs, div_up(segs.per_segment, (uint64_t)kYzLayers)));
     }
-    if (const char *e = std::getenv("ZBOUND_GPU_YZ_PARTS"); e && *e)  // set and empty: the plan, as unset
-        parts = std::max<uint64_t>(1, std::strtoull(e, nullptr, 10));
+    if (const long long e = env_integer("ZBOUND_GPU_YZ_PARTS", -1); e >= 0)  // read per call: tests switch it
+        parts = std::max<uint64_t>(1, (uint64_t)e);
     p.shape.part_layers = div_up(segs.per_segment, parts);
     p.shape.parts = div_up(segs.per_segment, p.shape.part_layers);
     p.blocks = runs * p.shape.parts;

@@ -646,13 +646,10 @@ struct WalkPlan {
 // per thread allow. (A ring of a power of 2 entries, 64 KiB for TREFHT's 128 x 64 planes, left three.)
 constexpr uint32_t kMaxRing = 12288;
 
-// ZBOUND_GPU_WALK: unset or empty, the plan below; "0" the two-pass form (k_quantize, then k_encode) for
-// comparisons; a number of tiles per block otherwise.
+// ZBOUND_GPU_WALK: unset or empty (or not a number), the plan below: -1; "0" the two-pass form (k_quantize, then
+// k_encode) for comparisons; a number of tiles per block otherwise.
 inline long walk_env() {
-    static const long v = [] {
-        const char *e = std::getenv("ZBOUND_GPU_WALK");
-        return e && *e ? std::strtol(e, nullptr, 10) : -1L;
-    }();
+    static const long v = (long)env_integer("ZBOUND_GPU_WALK", -1);
     return v;
 }
 

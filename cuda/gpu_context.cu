@@ -28,9 +28,6 @@ void check(cudaError_t e, const char *what) {
 
 // ---- test knobs (gpu_internal.h) -----------------------------------------------------------------------------------
 
-namespace {
-
-// A non-negative integer from the environment, or `fallback` when unset or not a number.
 long long env_integer(const char *name, long long fallback) {
     const char *e = std::getenv(name);
     if (!e || !*e) return fallback;
@@ -38,6 +35,8 @@ long long env_integer(const char *name, long long fallback) {
     const long long v = std::strtoll(e, &end, 10);
     return (*end || v < 0) ? fallback : v;
 }
+
+namespace {
 
 std::atomic<size_t> g_arena_bytes{0};   // device bytes held by all arenas (for ZBOUND_GPU_MEM_LIMIT)
 

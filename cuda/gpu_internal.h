@@ -41,6 +41,10 @@ void check(cudaError_t e, const char *what);
 // negative: off (the default; costs one branch per launch).
 void launched(cudaError_t e, const char *what);
 
+// A non-negative integer from the environment variable `name`, or `fallback` where it is unset, empty, negative or
+// not a number: how every ZBOUND_GPU_* knob that takes a number is read.
+long long env_integer(const char *name, long long fallback);
+
 // Resource-fault knob for tests: ZBOUND_GPU_MEM_LIMIT=BYTES (read once per process; unset or 0: no limit) caps the
 // total size of the grow-only device arenas (the buffer pool of the context). A call that needs more fails with
 // ZB_ERR_GPU ("... exceeds ZBOUND_GPU_MEM_LIMIT ..."), as when cudaMalloc runs out of device memory, and AUTO falls
