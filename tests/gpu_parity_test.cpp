@@ -482,17 +482,15 @@ TEST(GpuParity, WalkRowsAcrossTheRingEnd) {
 TEST(GpuParity, LorenzoRatioLargerArrays) { RatioScope r; larger_arrays(); }
 
 // Two-pass arrays of one to two waves of tiles (586 to 830; ranks 1-3, rows of a multiple of 4 values and not: no
-// walk) with a NaN, an infinity and fill values, which the REL range must skip (a fill value far outside the field
-// would loosen the bound), and ABS in f64. Written for a cooperative grid that took the range, the quantization and
-// the codes in one kernel, its blocks several tiles each at these sizes (NOTES 139: not kept).
+// walk) with with_specials' NaN, infinities and fill values, which the REL range must skip (the fill value lies far
+// outside the field: a range that took it would loosen the bound), and ABS in f64. Written for a cooperative grid
+// that took the range, the quantization and the codes in one kernel, its blocks several tiles each at these sizes
+// (NOTES 139: not kept).
 TEST(GpuParity, MidSizeTwoPassWithSpecials) {
     ZB_REQUIRE_GPU();
+    const float fill = -9999.9f;
     for (const Dims &d : std::vector<Dims>{{1700000}, {1200, 1000}, {100, 100, 150}, {128, 64, 200}}) {
-        auto f = zbt::smooth_field<float>(d, 0.02, 31, 20.0);
-        f[7] = std::numeric_limits<float>::quiet_NaN();
-        f[f.size() / 2] = std::numeric_limits<float>::infinity();
-        const float fill = -9999.0f;  // far outside the field: a range that took it would loosen the bound
-        for (size_t i = 1000; i < f.size(); i += 99991) f[i] = fill;
+        const auto f = with_specials<float>(d, 31, fill);
         zb_params p = params(ZB_MODE_REL, 1e-3);
         p.has_fill = 1;
         p.fill_bits = zbt::bits(fill);
