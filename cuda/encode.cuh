@@ -139,12 +139,12 @@ __device__ __forceinline__ void load4(const T *__restrict__ x, uint64_t i, uint6
 // instead of two memsets, the range and a one-thread kernel: graph nodes that each cost a chunk-sized call a few us).
 // Min and max keys of the finite non-fill values: a grid-stride loop over the array, four consecutive values per
 // thread and load (16-byte loads where x is aligned: one value per step kept one load in flight per thread), and
-// kRangeLoads such loads issued before any is used (one per step left the kernel at 2.2 of the H200's 4 TB/s). The
-// thread's minimum and maximum are kept as values (one min/max instruction each) and turned into keys once; order
-// keys per value took a conversion and 64-bit compares and selects, 26 instructions per value. (Which zero a
-// min/max returns for -0 against +0 does not matter: rel_abs_bound subtracts them to the same difference.)
-constexpr int kRangeLoads = 4;
-template <typename T, bool Aligned>
+// Loads such loads issued before any is used (one per step left the kernel at 2.2 of the H200's 4 TB/s; 4, or 8 for
+// f32 arrays of kRangeWaveBytes or more: queue_range_kernel). The thread's minimum and maximum are kept as values
+// (one min/max instruction each) and turned into keys once; order keys per value took a conversion and 64-bit
+// compares and selects, 26 instructions per value. (Which zero a min/max returns for -0 against +0 does not matter:
+// rel_abs_bound subtracts them to the same difference.)
+template <typename T, bool Aligned, int Loads>
 __global__ void __launch_bounds__(256)
 k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, unsigned long long *keys, double bound,
         QuantParams *__restrict__ qp) {
@@ -156,12 +156,12 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
     T vlo = kInf, vhi = -kInf;
     const U fill = (U)fill_bits;
     const uint64_t load_stride = 4 * (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = 4 * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x); i < n; i += kRangeLoads * load_stride) {
-        T v[kRangeLoads][4];
+    for (uint64_t i = 4 * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x); i < n; i += Loads * load_stride) {
+        T v[Loads][4];
 #pragma unroll
-        for (int u = 0; u < kRangeLoads; ++u) load4<T, Aligned>(x, i + u * load_stride, n, v[u]);
+        for (int u = 0; u < Loads; ++u) load4<T, Aligned>(x, i + u * load_stride, n, v[u]);
 #pragma unroll
-        for (int u = 0; u < kRangeLoads; ++u)
+        for (int u = 0; u < Loads; ++u)
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 const T val = v[u][k];
@@ -1212,14 +1212,24 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     return hb + (size_t)len;
 }
 
-// k_range over x (keys: kRangeWords device words, set to ~0 before): a grid-stride loop of up to 8 blocks per SM.
-// (The aligned f32 form's 39 registers let an H100 SM hold 6; a grid of exactly the resident blocks was no faster:
-// 64 MB 37.0 -> 34.6 us, 16 MB 11.8 -> 14.0, NOTES 130.)
+// k_range over x (keys: kRangeWords device words, set to ~0 before). Below kRangeWaveBytes a grid-stride loop of up
+// to 8 blocks per SM, 4 loads per thread (the aligned f32 form's 39 registers let an H100 SM hold 6; a grid of
+// exactly the resident blocks was no faster there: 64 MB 37.0 -> 34.6 us, 16 MB 11.8 -> 14.0, NOTES 130). From it,
+// f32 threads issue 8 loads and the grid is one wave of resident blocks: a 64 MiB array takes two passes of the
+// whole wave instead of a third, partial one (NOTES 142).
+constexpr uint64_t kRangeWaveBytes = uint64_t(32) << 20;
 template <typename T>
 void queue_range_kernel(const Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *keys,
                         QuantParams *qp, cudaStream_t s) {
-    auto kernel = reinterpret_cast<uintptr_t>(x) % 16 == 0 ? k_range<T, true> : k_range<T, false>;
-    const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * kRangeLoads), (uint64_t)c.sm_count * 8);
+    const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool wave = sizeof(T) == 4 && n * sizeof(T) >= kRangeWaveBytes;
+    constexpr int kWaveLoads = sizeof(T) == 4 ? 8 : 4;
+    auto kernel = wave ? (aligned ? k_range<T, true, kWaveLoads> : k_range<T, false, kWaveLoads>)
+                       : (aligned ? k_range<T, true, 4> : k_range<T, false, 4>);
+    const int loads = wave ? kWaveLoads : 4;
+    const uint64_t cap = wave ? (uint64_t)c.sm_count * resident_blocks(reinterpret_cast<const void *>(kernel), 256)
+                              : (uint64_t)c.sm_count * 8;
+    const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * (uint64_t)loads), cap);
     launch_dependent("launch of k_range", kernel, grid, 256, 0, s, x, n, p.has_fill, p.fill_bits, keys, p.bound, qp);
 }
 

@@ -646,6 +646,22 @@ TEST(GpuDeviceApi, RepeatedDecompressionsOnTheSameBuffers) {
     repeated_decompressions<double>({33, 40, 200});
 }
 
+// k_range's 8-load wave (f32 arrays of 32 MiB or more; GpuParity.LargeArrayRelRange) on an input one value past a
+// 16-byte boundary (its scalar loads): 33 MiB and three values, the largest value last and the smallest at a third.
+TEST(GpuDeviceApi, LargeUnalignedRelF32) {
+    ZB_REQUIRE_GPU();
+    const std::vector<size_t> d{(size_t(33) << 20) / 4 + 3};
+    auto data = zbt::smooth_field<float>(d, 0.02, 51, 20.0);
+    data[d[0] - 1] = 500.0f;
+    data[d[0] / 3] = -500.0f;
+    zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_FAST;
+    p.mode = ZB_MODE_REL;
+    p.bound = 1e-3;
+    round_trip(data, d, p, nullptr, 4, "33 MiB f32, unaligned input");
+}
+
 TEST(GpuDeviceApi, RoundTripF32) {
     ZB_REQUIRE_GPU();
     device_api<float>(ZB_ENC_FAST);

@@ -501,6 +501,24 @@ TEST(GpuParity, MidSizeTwoPassWithSpecials) {
     }
 }
 
+// The REL range of an f32 array of 32 MiB or more, where k_range's threads issue 8 loads each in one wave of blocks
+// (cuda/encode.cuh, kRangeWaveBytes): 36 MiB and one value, its largest value in the last, partial group of four and
+// its smallest in the middle, with with_specials' NaN, infinities and fill values, which the range must skip. A range
+// that missed or took one value would change the bound, and the bytes. (The host API's device copy is 16-byte
+// aligned; GpuDeviceApi.LargeUnalignedRelF32 takes the unaligned loads.)
+TEST(GpuParity, LargeArrayRelRange) {
+    ZB_REQUIRE_GPU();
+    const float fill = -9999.9f;
+    const Dims d{(size_t(36) << 20) / 4 + 1};
+    auto f = with_specials<float>(d, 41, fill);
+    f[d[0] - 2] = 1000.0f;
+    f[d[0] / 2 + 3] = -1000.0f;
+    zb_params p = params(ZB_MODE_REL, 1e-3);
+    p.has_fill = 1;
+    p.fill_bits = zbt::bits(fill);
+    gput::expect_parity(f, d, p, name_of("36 MiB f32 fill", d, p));
+}
+
 // Rank 3 with up to 128 rows: the decoder takes y and z in one walk over the layers (k_yz_prefix), each Lorenzo
 // segment cut into parts where the segments alone give too few blocks (sums per part, their scan, then the walk
 // from the carries). 160 x 64 x 1024: 4 rows per thread, nx divides the tile; 200 x 40 x 1000: x carries, a last
