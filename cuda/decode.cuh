@@ -897,12 +897,13 @@ struct ExceptionDecoder {
     uint64_t n = 0, k = 0, runs = 0, nb_edge = 0, ng_edge = 0, nw_mask = 0, nb_change = 0, ng_change = 0, nw_change = 0;
     uint64_t edge_stored = 0, intervals = 0;  // interval path: stored edge blocks, upper bound of the intervals
     bool by_intervals = false;
-    bool one_block = false;  // the interval path in one launch (k_exceptions_block)
+    bool one_block = false;  // the interval path in one block and a scatter (k_exceptions_prepare, _scatter)
     uint32_t *flagE = nullptr, *cntE = nullptr, *offE = nullptr, *E = nullptr, *cntP = nullptr, *offP = nullptr;
     uint32_t *M = nullptr, *cntM = nullptr, *offM = nullptr;
     uint32_t *flagC = nullptr, *cntC = nullptr, *offC = nullptr, *C = nullptr, *cntR = nullptr, *offR = nullptr;
     uint64_t *block_of = nullptr, *edges = nullptr;
     uint32_t *edge_cnt = nullptr, *edge_off = nullptr, *len = nullptr, *len_off = nullptr;
+    uint32_t *interval_count = nullptr;  // one_block: k_exceptions_prepare's count for k_exceptions_scatter
 
     // edge_blocks_len: the length of the stored edge blocks segment.
     void init(uint64_t n_, uint64_t k_, uint64_t runs_, uint64_t edge_blocks_len = 0, bool mask_wanted = true) {
@@ -939,6 +940,7 @@ struct ExceptionDecoder {
             edges = cv.take<uint64_t>(2 * intervals);
             len = cv.take<uint32_t>(intervals);
             len_off = cv.take<uint32_t>(intervals);
+            interval_count = cv.take<uint32_t>(one_block ? 1 : 0);
         } else {
             E = cv.take<uint32_t>(4 * nb_edge);
             cntP = cv.take<uint32_t>(nw_mask);
@@ -955,17 +957,34 @@ struct ExceptionDecoder {
         offR = cv.take<uint32_t>(nw_change);
     }
     // seg: the five exception segments in device memory (edge flags, edge blocks, change flags, change blocks,
-    // values); blocks_len: the lengths of the two block segments.
+    // values); blocks_len: the lengths of the two block segments. prepare() queues what reads only the segments
+    // (one_block: k_exceptions_prepare; else nothing), scatter() the rest, which writes the values into out: a caller
+    // may queue prepare() on a graph branch beside the values' decoding and join it before scatter(); run() is both.
+    // Both with the same segments and err.
     template <typename T>
     void run(const uint8_t *const *seg, uint64_t edge_blocks_len, uint64_t change_blocks_len, T *out, uint32_t *err,
              void *temp, size_t temp_bytes, cudaStream_t s) const {
+        prepare(seg, change_blocks_len, err, s);
+        scatter<T>(seg, edge_blocks_len, change_blocks_len, out, err, temp, temp_bytes, s);
+    }
+    ExcBlockArgs block_args(uint64_t change_blocks_len) const {
+        return ExcBlockArgs{n,         k,     runs,       nb_edge, ng_edge, edge_stored, nb_change, ng_change,
+                            nw_change, change_blocks_len / kBlockBytes, block_of, edges, len_off, flagC, offC, C,
+                            offR,      interval_count};
+    }
+    void prepare(const uint8_t *const *seg, uint64_t change_blocks_len, uint32_t *err, cudaStream_t s) const {
+        if (!k || !one_block) return;
+        launch_dependent("launch of k_exceptions_prepare", k_exceptions_prepare, 1, kExcThreads, 0, s,
+                         block_args(change_blocks_len), seg[0], seg[1], seg[2], seg[3], err);
+    }
+    template <typename T>
+    void scatter(const uint8_t *const *seg, uint64_t edge_blocks_len, uint64_t change_blocks_len, T *out,
+                 uint32_t *err, void *temp, size_t temp_bytes, cudaStream_t s) const {
         if (!k) return;
         if (one_block) {
-            const ExcBlockArgs a{n,         k,     runs,       nb_edge, ng_edge, edge_stored, nb_change, ng_change,
-                                 nw_change, change_blocks_len / kBlockBytes, block_of, edges, len_off, flagC, offC, C,
-                                 offR};
-            launch_dependent("launch of k_exceptions_block", k_exceptions_block<T>, 1, kExcThreads, 0, s, a, seg[0],
-                             seg[1], seg[2], seg[3], seg[4], out, err);
+            launch_dependent("launch of k_exceptions_scatter", k_exceptions_scatter<T>,
+                             (unsigned)div_up(k, (uint64_t)kExcThreads), kExcThreads, 0, s,
+                             block_args(change_blocks_len), seg[4], out, err);
             return;
         }
         size_t tb;
@@ -1286,18 +1305,24 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         const bool zeroed = chunk || capturing;  // the error word, piece CRCs and ticket (k_copy_in or the memset)
         if (!zeroed) ZB_CUDA(cudaMemsetAsync(b.err, 0, 4, q));
 
-        // In a graph the checksum runs on a branch of its own beside the decoding, joined before its check.
+        // In a graph the checksum runs on a branch of its own beside the decoding, joined before its check; so does
+        // the one-block exception decoder's reading of its segments (ex.prepare), joined before its scatter.
         GraphBranches br(c, q, capturing);
+        const bool exc_branch = !raw && k && ex.one_block;
+        const int crc_at = 0, exc_at = verify_crc ? 1 : 0;
+        br.fork((verify_crc ? 1 : 0) + (exc_branch ? 1 : 0));
         if (verify_crc) {
-            br.fork(1);
             timer.begin("crc");
             // The piece CRCs and the comparison in one kernel: its crcs and ticket zeroed with the chunk path's
             // words, by k_copy_in, or by a memset on the branch.
             uint32_t *ticket = chunk ? &b.cw->crc_ticket : b.crcs + piece_count(len);
-            if (!zeroed) ZB_CUDA(cudaMemsetAsync(b.crcs, 0, 4 * crc_words, br.stream(0)));
-            piece_crcs_check(c, pay, len, b.crcs, ticket, h.payload_crc, b.err, kErrPayloadCrc, br.stream(0));
+            if (!zeroed) ZB_CUDA(cudaMemsetAsync(b.crcs, 0, 4 * crc_words, br.stream(crc_at)));
+            piece_crcs_check(c, pay, len, b.crcs, ticket, h.payload_crc, b.err, kErrPayloadCrc, br.stream(crc_at));
             timer.end();
         }
+        const uint8_t *xs[5] = {seg(kSegEdgeFlags), seg(kSegEdgeBlocks), seg(kSegChangeFlags), seg(kSegChangeBlocks),
+                                seg(kSegExceptionValues)};
+        if (exc_branch) ex.prepare(xs, h.seg[kSegChangeBlocks].length, b.err, br.stream(exc_at));
         if (raw) {
             if (len) ZB_CUDA(cudaMemcpyAsync(out, pay, len, cudaMemcpyDeviceToDevice, q));
         } else {
@@ -1326,17 +1351,17 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
             if (k) {
                 timer.begin("exceptions");
-                const uint8_t *xs[5] = {seg(kSegEdgeFlags), seg(kSegEdgeBlocks), seg(kSegChangeFlags),
-                                        seg(kSegChangeBlocks), seg(kSegExceptionValues)};
-                ex.run<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp,
-                          scan_bytes, q);
+                if (exc_branch) br.join_branch(exc_at);
+                else ex.prepare(xs, h.seg[kSegChangeBlocks].length, b.err, q);
+                ex.scatter<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp,
+                              scan_bytes, q);
                 timer.end();
             }
         }
         // Payload checksum compared on the device, the error word back to the host; the values only once they are
         // known to be good.
         timer.mark("launched");
-        if (verify_crc) br.join(1);
+        if (verify_crc) br.join_branch(crc_at);
         result_to_host(c, b.err, 4, q);  // the error word into err_host
     };
 

@@ -1,5 +1,6 @@
-// The fast decoder's exceptions in one launch of one thread block, for chunk-sized arrays with few exceptions, and
-// the value lookup that every exception path shares (exception_value). Included by decode.cuh.
+// The fast decoder's exceptions for chunk-sized arrays with few exceptions: one thread block reads the exception
+// segments (k_exceptions_prepare), then k_exceptions_scatter writes the values; and the value lookup that every
+// exception path shares (exception_value). Included by decode.cuh.
 //
 // Why one block: the interval path (decode.cuh's ExceptionDecoder) is about 17 launches of tiny kernels and scans,
 // each waiting for the last. At 4 MB of TREFHT they took 0.08 ms of GPU time, as much as the tiles and the prefix
@@ -7,6 +8,10 @@
 // block-wide scans and makes the same checks with the same error bits; after a step that found the stream
 // inconsistent it stops (the call fails whatever would follow). The multi-kernel path stays for larger arrays and
 // exception counts, where the block's serial loops would cost more than the launches.
+//
+// Why two kernels: only the last step writes the output. The block's steps read nothing but the stream, so a graph
+// runs them on a branch beside the tiles and the prefix, and only the short scatter follows the values (the one
+// kernel of all six steps was 7.3-7.8 us at 4 MB, on the call's critical path: NOTES 143).
 #pragma once
 #include "block_sum.cuh"
 #include "dependent_launch.cuh"
@@ -21,7 +26,7 @@ namespace {
 
 // The value of exception j (rank among exceptions): run r = (ones of C in [0, j]) - 1 of the change bits, little-
 // endian bytes of the run values; false (and an error bit) where the change bits do not give a run.
-// I is the index type: uint64_t, or uint32_t in k_exceptions_block (where offR's offsets and runs are at most k, so
+// I is the index type: uint64_t, or uint32_t in k_exceptions_scatter (where offR's offsets and runs are at most k, so
 // `ones` and the byte offset do not wrap).
 template <typename T, typename I>
 __device__ __forceinline__ bool exception_value(I j, const uint32_t *__restrict__ C, const uint32_t *__restrict__ offR,
@@ -48,19 +53,23 @@ constexpr uint64_t kExcSharedIntervals = 4096;
 constexpr uint64_t kExcMaxFlagWords = 16384;  // edge flag words: arrays up to 2^26 values
 constexpr uint64_t kExcMaxStored = 2048;      // stored edge blocks
 constexpr uint64_t kExcMaxExceptions = 16384;
-// The kernel's indices are 32-bit (k_exceptions_block): the largest, an output index (a value index below
+// The kernels' indices are 32-bit (k_exceptions_prepare, _scatter): the largest, an output index (a value index below
 // n <= 4096 * kExcMaxFlagWords, plus an offset below k), and the values' byte offsets (below 8k) must stay well below
 // 2^32, as the edges (at most 128 * kExcMaxStored).
 static_assert(kExcMaxFlagWords <= (uint64_t(1) << 18) && kExcMaxStored <= (uint64_t(1) << 22) &&
                   kExcMaxExceptions <= (uint64_t(1) << 27),
-              "k_exceptions_block's 32-bit indices");
+              "the exception kernels' 32-bit indices");
 
 // What the block needs besides the segments: the counts of ExceptionDecoder::init and the interval path's buffers.
 struct ExcBlockArgs {
     uint64_t n, k, runs, nb_edge, ng_edge, edge_stored, nb_change, ng_change, nw_change, change_stored;
     uint64_t *block_of, *edges;
     uint32_t *len_off, *flagC, *offC, *C, *offR;
+    uint32_t *intervals;  // one word: the count of intervals, from k_exceptions_prepare to k_exceptions_scatter
 };
+
+// The error bits of the exception steps: k_exceptions_scatter writes nothing where k_exceptions_prepare set one.
+constexpr uint32_t kErrExceptionSteps = kErrEdgeSparse | kErrEdgeBits | kErrChangeSparse | kErrChangeBits;
 
 // True (and the error bit set once) where any thread of the block found `bad`.
 __device__ __forceinline__ bool block_failed(bool bad, uint32_t *err, uint32_t bit) {
@@ -69,15 +78,15 @@ __device__ __forceinline__ bool block_failed(bool bad, uint32_t *err, uint32_t b
     return any;
 }
 
-// seg: the five exception segments (edge flags, edge blocks, change flags, change blocks, values).
-template <typename T>
+// Steps 1-5 of the interval path from four of the exception segments (edge flags, edge blocks, change flags, change
+// blocks): the edges' positions (a.edges), the intervals' offsets (a.len_off) and count (*a.intervals), the change
+// bits (a.C) and each word's run offset (a.offR), every count checked. One block.
 __global__ void __launch_bounds__(kExcThreads)
-k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const uint8_t *__restrict__ edge_blocks,
-                   const uint8_t *__restrict__ change_flags, const uint8_t *__restrict__ change_blocks,
-                   const uint8_t *__restrict__ values, T *__restrict__ out, uint32_t *__restrict__ err) {
+k_exceptions_prepare(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const uint8_t *__restrict__ edge_blocks,
+                     const uint8_t *__restrict__ change_flags, const uint8_t *__restrict__ change_blocks,
+                     uint32_t *__restrict__ err) {
     wait_for_prior_grids();  // before any memory access (launch_dependent)
     __shared__ BlockSum<kExcThreads> block_sum;
-    __shared__ uint32_t s_len_off[kExcSharedIntervals];
     // Every index here is 32-bit. The kernel runs only where ExceptionDecoder::init chose it: ng_edge <=
     // kExcMaxFlagWords (nb_edge <= 2^19 blocks, so n <= 2^26; nb_edge >= 64 edge_stored > 0 rules out div_up's wrap
     // at n near 2^64), edge_stored <= kExcMaxStored and 0 < k <= kExcMaxExceptions (nb_change <= 128, nw_change <=
@@ -141,12 +150,10 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
             }
         }
         const uint32_t off = (uint32_t)block_sum.exclusive(len, total);  // below k < 2^32 when the total checks out
-        if (i < intervals) {
-            a.len_off[i] = off;
-            if (i < kExcSharedIntervals) s_len_off[i] = off;
-        }
+        if (i < intervals) a.len_off[i] = off;
     }
     if (block_failed(bad || total != k, err, kErrEdgeBits)) return;
+    if (tid == 0) *a.intervals = intervals;
 
     // 4. Change-bit flags and blocks -> the change bits C (k_sparse_read_flags, its scan, k_sparse_expand).
     uint64_t change_found = 0;
@@ -191,23 +198,37 @@ k_exceptions_block(ExcBlockArgs a, const uint8_t *__restrict__ edge_flags, const
         if (w < nw_change) a.offR[w] = off;
     }
     // runs is the header's: 64 bits; equal to the ones, it is at most k.
-    if (block_failed(bad || ones != a.runs, err, kErrChangeBits)) return;
-    const uint32_t runs = (uint32_t)a.runs;
+    block_failed(bad || ones != a.runs, err, kErrChangeBits);
+}
 
-    // 6. Each exception's value at its position (k_scatter_intervals): rank j lies in the last interval whose
-    // offset is <= j (offset 0 for the first, so j - first does not wrap).
+// Step 6: each exception's value (the values segment) at its position, where k_exceptions_prepare's checks passed:
+// rank j lies in the last interval whose offset is <= j (offset 0 for the first, so j - first does not wrap). A
+// thread per exception, the intervals' offsets searched in shared memory where they fit.
+template <typename T>
+__global__ void __launch_bounds__(kExcThreads)
+k_exceptions_scatter(ExcBlockArgs a, const uint8_t *__restrict__ values, T *__restrict__ out,
+                     uint32_t *__restrict__ err) {
+    wait_for_prior_grids();  // before any memory access (launch_dependent)
+    __shared__ uint32_t s_len_off[kExcSharedIntervals];
+    // Prepare's bits are final here; one thread reads them for the block (another block's exception_value may set
+    // kErrChangeBits meanwhile, and the block must leave together: the barrier below).
+    if (__syncthreads_or(threadIdx.x == 0 && (*(volatile uint32_t *)err & kErrExceptionSteps) != 0)) return;
+    const uint32_t k = (uint32_t)a.k, runs = (uint32_t)a.runs, intervals = *a.intervals;
     const bool offsets_shared = intervals <= kExcSharedIntervals;
-    for (uint32_t j = tid; j < k; j += kExcThreads) {
+    if (offsets_shared)
+        for (uint32_t i = threadIdx.x; i < intervals; i += kExcThreads) s_len_off[i] = a.len_off[i];
+    __syncthreads();
+    const uint32_t *len_off = offsets_shared ? s_len_off : a.len_off;
+    for (uint32_t j = blockIdx.x * kExcThreads + threadIdx.x; j < k; j += gridDim.x * kExcThreads) {
         uint32_t lo = 0, hi = intervals;
         while (hi - lo > 1) {
             const uint32_t mid = (lo + hi) / 2;
-            if ((offsets_shared ? s_len_off[mid] : a.len_off[mid]) <= j) lo = mid;
+            if (len_off[mid] <= j) lo = mid;
             else hi = mid;
         }
-        const uint32_t first = offsets_shared ? s_len_off[lo] : a.len_off[lo];
         T v;
         if (exception_value<T>(j, a.C, a.offR, runs, values, err, v))
-            out[(uint32_t)a.edges[2 * lo] + (j - first)] = v;
+            out[(uint32_t)a.edges[2 * lo] + (j - len_off[lo])] = v;
     }
 }
 

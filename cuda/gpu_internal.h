@@ -311,11 +311,13 @@ public:
         for (int i = 0; i < count; ++i) ZB_CUDA(cudaStreamWaitEvent(c_.branch_stream[i], start, 0));
     }
     void join(int count) {
+        for (int i = 0; i < count; ++i) join_branch(i);
+    }
+    // The main stream waits for branch i alone (a branch whose result is needed before the others').
+    void join_branch(int i) {
         if (!on_) return;
-        for (int i = 0; i < count; ++i) {
-            ZB_CUDA(cudaEventRecord(c_.branch_event[i], c_.branch_stream[i]));
-            ZB_CUDA(cudaStreamWaitEvent(main_, c_.branch_event[i], 0));
-        }
+        ZB_CUDA(cudaEventRecord(c_.branch_event[i], c_.branch_stream[i]));
+        ZB_CUDA(cudaStreamWaitEvent(main_, c_.branch_event[i], 0));
     }
 
 private:

@@ -646,6 +646,64 @@ TEST(GpuDeviceApi, RepeatedDecompressionsOnTheSameBuffers) {
     repeated_decompressions<double>({33, 40, 200});
 }
 
+// The one-block exception decoder with many exceptions (k_exceptions_prepare on a graph branch, k_exceptions_scatter
+// after the values): three long runs of NaN (3300 exceptions in three intervals: a scatter of seven blocks), and 70
+// stretches of 128 values of which every other one is NaN (4480 intervals, more than the 4096 whose offsets the
+// scatter searches in shared memory). The GPU's stream must be the CPU's, and three device decodes of it on the same
+// buffers (the first queued directly, the second captured into a graph, the third a replay) the CPU's values.
+template <typename T> void sparse_exception_intervals() {
+    const std::vector<size_t> d{size_t(1) << 20};
+    const size_t n = d[0], vbytes = n * sizeof(T);
+    zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = ZB_ENC_FAST;
+    p.mode = ZB_MODE_REL;
+    p.bound = 1e-3;
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (int form = 0; form < 2; ++form) {
+        SCOPED_TRACE(form == 0 ? "three runs of NaN" : "4480 intervals");
+        auto data = zbt::smooth_field<T>(d, 0.02, 61 + (uint32_t)form, 20.0);
+        uint64_t k = 0;
+        if (form == 0) {
+            for (size_t r = 0; r < 3; ++r)
+                for (size_t i = 0; i < 700 + 400 * r; ++i, ++k) data[100000 + 300000 * r + i] = nan;
+        } else {
+            for (size_t b = 0; b < 70; ++b)
+                for (size_t i = 0; i < 128; i += 2, ++k) data[128 * (100 + 97 * b) + i] = nan;
+        }
+        round_trip(data, d, p, nullptr, 0, "compress, decompress once");
+        const zbt::Stream ref = gput::compress_on(ZB_BACKEND_CPU, data, d, p);
+        ASSERT_EQ(ref.status, ZB_OK);
+        zb_stream_info info;
+        ASSERT_EQ(zb_stream_info_get(ref.bytes.data(), ref.bytes.size(), &info), ZB_OK);
+        // The NaN and a few of the field's own (f32): the cases above are what they say.
+        EXPECT_GE(info.exceptions, k);
+        EXPECT_LE(info.exceptions, k + 100);
+        std::vector<T> want(n), got(n);
+        ASSERT_EQ(zb_decompress(ref.bytes.data(), ref.bytes.size(), want.data(), vbytes, ZB_BACKEND_CPU, nullptr),
+                  ZB_OK);
+        DevBuf src(ref.bytes.size()), dst(vbytes);
+        CUDA_OK(cudaMemcpy(src.p, ref.bytes.data(), ref.bytes.size(), cudaMemcpyHostToDevice));
+        for (int call = 0; call < 3; ++call) {
+            CUDA_OK(cudaMemset(dst.p, 0xA5, vbytes));
+            ASSERT_EQ(zb_decompress_device(src.p, ref.bytes.size(), dst.p, vbytes, nullptr, nullptr), ZB_OK)
+                << zb_last_error();
+            CUDA_OK(cudaMemcpy(got.data(), dst.p, vbytes, cudaMemcpyDeviceToHost));
+            EXPECT_EQ(gput::first_value_difference(want, got), n) << "call " << call;
+        }
+    }
+}
+
+TEST(GpuDeviceApi, SparseExceptionIntervalsF32) {
+    ZB_REQUIRE_GPU();
+    sparse_exception_intervals<float>();
+}
+
+TEST(GpuDeviceApi, SparseExceptionIntervalsF64) {
+    ZB_REQUIRE_GPU();
+    sparse_exception_intervals<double>();
+}
+
 // k_range's 8-load wave (f32 arrays of 32 MiB or more; GpuParity.LargeArrayRelRange) on an input one value past a
 // 16-byte boundary (its scalar loads): 33 MiB and three values, the largest value last and the smallest at a third.
 TEST(GpuDeviceApi, LargeUnalignedRelF32) {
