@@ -1164,12 +1164,17 @@ struct LorenzoInverse {
 // The payload into the decoder's aligned buffer inside a graph (a copy node would keep the caller's allocation it
 // was captured with: queue_as_graph). 8-byte words where the source allows (a header of 216 bytes leaves the payload
 // of a 16-byte aligned stream 8-byte aligned), else bytes. It also zeroes the error word and the `zero_words` words
-// at zero (the piece CRCs and their ticket), which would otherwise take two memset nodes, one of them on the path.
+// at zero (the piece CRCs and their ticket), which would otherwise take two memset nodes, one of them on the path,
+// and copies hdr_bytes bytes at hdr_src to hdr_host (mapped host memory; decode's d_header), which a copy node
+// before the graph took 2-3 us of a chunk-sized call for (NOTES 144).
 __global__ void k_copy_in(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, uint64_t len,
-                          uint32_t *__restrict__ err, uint32_t *__restrict__ zero, uint64_t zero_words) {
+                          uint32_t *__restrict__ err, uint32_t *__restrict__ zero, uint64_t zero_words,
+                          const uint8_t *__restrict__ hdr_src, uint8_t *__restrict__ hdr_host, uint32_t hdr_bytes) {
     wait_for_prior_grids();  // before any memory access (launch_dependent)
     const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (uint64_t)gridDim.x * blockDim.x;
     if (first == 0) *err = 0;
+    if (blockIdx.x == 0)
+        for (uint32_t i = threadIdx.x; i < hdr_bytes; i += blockDim.x) hdr_host[i] = hdr_src[i];
     for (uint64_t i = first; i < zero_words; i += stride) zero[i] = 0;
     uint64_t done = 0;
     if ((reinterpret_cast<uintptr_t>(src) & 7) == 0) {
@@ -1208,7 +1213,7 @@ namespace {
 
 template <typename T>
 void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
-                 bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
+                 bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer, const uint8_t *d_header) {
     const uint64_t n = h.shape.n;
     const uint64_t len = h.payload_bytes();
     const bool raw = (h.flags & kFlagRaw) != 0;
@@ -1289,14 +1294,25 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
     // Everything from the payload's copy to the error word's, on q (the call's stream, or the stream that captures
     // a graph of the call: the payload then comes in through a kernel, see queue_as_graph).
+    // d_header to the host: by k_copy_in where the call runs as a graph (the general path, the host memory mapped),
+    // else a copy queued before the work (a copy node in the graph would keep the caller's allocation).
+    const bool hdr_by_kernel = d_header && !chunk && c.host_small_mapped;
+    auto header_copy = [&](cudaStream_t q) {
+        ZB_CUDA(cudaMemcpyAsync(c.host_small + kHostReplayHeaderOffset, d_header, h.header_bytes(),
+                                cudaMemcpyDeviceToHost, q));
+    };
+    if (d_header && !hdr_by_kernel) header_copy(s);
     auto queue = [&](cudaStream_t q, bool capturing) {
+        uint8_t *hdr_mapped = nullptr;
+        if (hdr_by_kernel && capturing) hdr_mapped = c.host_small_mapped + kHostReplayHeaderOffset;
+        else if (hdr_by_kernel) header_copy(q);
         // Payload into aligned device memory (the chunk path reads it where it is: its words zeroed instead).
         if (chunk) {
             ZB_CUDA(cudaMemsetAsync(b.cw, 0, b.zero_end - reinterpret_cast<uint8_t *>(b.cw), q));
         } else if (capturing) {
             const unsigned grid = std::min(grid_for(div_up(len, 8), 256), 8u * (unsigned)c.sm_count);
             launch_dependent("launch of k_copy_in", k_copy_in, grid, 256, 0, q, src_payload, b.payload, len, b.err,
-                             b.crcs, crc_words);
+                             b.crcs, crc_words, d_header, hdr_mapped, hdr_mapped ? (uint32_t)h.header_bytes() : 0u);
         } else if (src_on_device) {
             if (len) ZB_CUDA(cudaMemcpyAsync(b.payload, src_payload, len, cudaMemcpyDeviceToDevice, q));
         } else {
@@ -1395,6 +1411,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
         key.add((uint64_t)ex.one_block);     // ZBOUND_GPU_EXCEPTION_BLOCK may change between calls
         key.add(li.yz.shape.parts);          // and ZBOUND_GPU_YZ_PARTS
         key.add((uint64_t)chunk);            // and ZBOUND_GPU_CHUNK
+        key.add_ptr(d_header);
         graphed = queue_as_graph(c, key, s, [&](cudaStream_t q) { queue(q, true); });
         if (graphed) timer.mark("graph queued");
     }
@@ -1417,8 +1434,8 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
 template <typename T>
 void decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
-            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer) {
-    dec::decode_impl<T>(c, h, src_payload, src_on_device, dst, dst_on_device, verify_crc, s, timer);
+            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer, const uint8_t *d_header) {
+    dec::decode_impl<T>(c, h, src_payload, src_on_device, dst, dst_on_device, verify_crc, s, timer, d_header);
 }
 
 }  // namespace gpu

@@ -4,6 +4,6 @@
 namespace zb {
 namespace gpu {
 template void decode<double>(Context &, const Header &, const uint8_t *, bool, void *, bool, bool, cudaStream_t,
-                            KernelTimer &);
+                            KernelTimer &, const uint8_t *);
 }  // namespace gpu
 }  // namespace zb

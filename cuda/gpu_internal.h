@@ -483,10 +483,13 @@ size_t encode(Context &c, const zb_params &p, const Shape &shape, const T *d_x, 
 // or device memory, and so is dst (n values). Raw-passthrough streams are copied. verify_crc: check the payload
 // checksum on the GPU (the host API's read_header has already checked it on the CPU). Throws
 // Failure(ZB_ERR_CORRUPT) on inconsistent data; dst is only written when the data are consistent, except on the
-// device path where dst may be partly written.
+// device path where dst may be partly written. d_header (device, or nullptr): h.header_bytes() bytes that the call
+// also copies to c.host_small + kHostReplayHeaderOffset (a replayed decompression's check of its header: gpu_ops.cu),
+// inside the call's graph where it runs as one, so that no copy of its own precedes the work.
 template <typename T>
 void decode(Context &c, const Header &h, const uint8_t *src_payload, bool src_on_device, void *dst,
-            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer);
+            bool dst_on_device, bool verify_crc, cudaStream_t s, KernelTimer &timer,
+            const uint8_t *d_header = nullptr);
 
 // Largest n the GPU path takes: per-tile offsets and counts are 32-bit.
 constexpr uint64_t kMaxValues = (1ull << 32) - 4096;

@@ -220,18 +220,21 @@ bool replayed_decompression(gpu::Context &c, cudaStream_t s, const uint8_t *d_sr
         last.dst_capacity != dst_capacity || timer.records() || !gpu::graphs_usable(c))
         return false;
     const size_t hb = last.h.header_bytes();
+    // The decoder copies the stream's header here (in its graph: no copy of its own before the work). Cleared
+    // first: a decoder that fails before it queues that copy leaves a header that cannot match.
     uint8_t *arrived = c.host_small + gpu::kHostReplayHeaderOffset;
-    ZB_CUDA(cudaMemcpyAsync(arrived, d_src, hb, cudaMemcpyDeviceToHost, s));
+    std::memset(arrived, 0, hb);
     zb_status failed = ZB_OK;
     std::string failure;
     try {
-        if (last.h.dtype == ZB_F64) gpu::decode<double>(c, last.h, d_src + hb, true, d_dst, true, true, s, timer);
-        else gpu::decode<float>(c, last.h, d_src + hb, true, d_dst, true, true, s, timer);
+        if (last.h.dtype == ZB_F64)
+            gpu::decode<double>(c, last.h, d_src + hb, true, d_dst, true, true, s, timer, d_src);
+        else gpu::decode<float>(c, last.h, d_src + hb, true, d_dst, true, true, s, timer, d_src);
     } catch (const gpu::Failure &e) {
         failed = e.status;
         failure = e.msg;
+        ZB_CUDA(cudaStreamSynchronize(s));  // the decoder waits for its work, unless it failed before its wait
     }
-    ZB_CUDA(cudaStreamSynchronize(s));  // the decoder waited already, unless it failed before its wait
     if (std::memcmp(arrived, last.header, hb) != 0) return false;
     status = failed;
     if (failed) msg = failure;

@@ -39,9 +39,9 @@ extern template size_t encode<float>(Context &, const zb_params &, const Shape &
 extern template size_t encode<double>(Context &, const zb_params &, const Shape &, const double *, const double *,
                                       const StreamTarget &, cudaStream_t, KernelTimer &);
 extern template void decode<float>(Context &, const Header &, const uint8_t *, bool, void *, bool, bool,
-                                   cudaStream_t, KernelTimer &);
+                                   cudaStream_t, KernelTimer &, const uint8_t *);
 extern template void decode<double>(Context &, const Header &, const uint8_t *, bool, void *, bool, bool,
-                                    cudaStream_t, KernelTimer &);
+                                    cudaStream_t, KernelTimer &, const uint8_t *);
 
 namespace pw {
 namespace {
