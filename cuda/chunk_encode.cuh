@@ -34,7 +34,6 @@ constexpr uint64_t kChunkExceptionCap = 65536;
 
 // Device words of one call, set to 0xFF by its first node.
 struct ChunkWords {
-    unsigned long long keys[kRangeWords];  // k_range (REL)
     QuantParams qp;                        // k_range's last block (REL)
     uint32_t tile_ticket, done_ticket, crc_ticket, unused;
     uint64_t payload_len, status;          // k_chunk_encode's last block, for k_piece_crc_seal
@@ -378,7 +377,7 @@ LayoutResult encode_chunk(Context &c, const zb_params &p, const Shape &shape, co
         const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
         if (rel) {
             timer.begin("range");
-            queue_range_kernel(c, x, n, p, w->keys, &w->qp, q);
+            queue_rel_range(c, x, n, p, &w->qp, q);
             timer.end();
         }
         timer.begin("quantize");

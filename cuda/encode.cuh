@@ -68,7 +68,6 @@ struct LayoutResult {
     uint64_t payload_len, stream_len, status;
 };
 struct EncodeWords {
-    unsigned long long keys[kRangeWords];  // k_range: min key, complemented max key, blocks' ticket (REL)
     unsigned long long totals[3];     // stored code blocks, escapes, exceptions
     unsigned long long ex_totals[3];  // the exception stage's stored edge blocks, stored change blocks, runs
     QuantParams qp;                   // REL: k_range's last block
@@ -133,10 +132,12 @@ __device__ __forceinline__ void load4(const T *__restrict__ x, uint64_t i, uint6
     for (int k = 0; k < 4; ++k) v[k] = i + k < n ? x[i + k] : (T)0;
 }
 
-// k_range's words (kRangeWords, all set to ~0 before it runs: one memset): the min key, the max key complemented (so
-// that both reduce with atomicMin from ~0) and the blocks' ticket (block j to arrive reads j - 1: the last reads
-// gridDim.x - 2). Its last block derives the REL bound's quantizer constants where asked (one launch and one memset
-// instead of two memsets, the range and a one-thread kernel: graph nodes that each cost a chunk-sized call a few us).
+// k_range's words (kRangeWords): the min key and the max key complemented (so that both reduce with atomicMin from
+// ~0; set to ~0 before it runs), and where the last block derives the REL bound's quantizer constants (qp), the
+// blocks' ticket. That form runs on the context's words (Context::d_range, queue_rel_range), which every launch leaves
+// as it found them: the last block reads the keys by exchanging them for ~0, and the ticket (0 before) counts modulo
+// the grid (atomicInc), so that it is 0 again when the last block has taken it. No memset node precedes it, and no
+// one-thread kernel follows: graph nodes that each cost a chunk-sized call a few us.
 // Min and max keys of the finite non-fill values: a grid-stride loop over the array, four consecutive values per
 // thread and load (16-byte loads where x is aligned: one value per step kept one load in flight per thread), and
 // Loads such loads issued before any is used (one per step left the kernel at 2.2 of the H200's 4 TB/s; 4, or 8 for
@@ -181,9 +182,10 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
         atomicMin(&keys[1], ~hi);
         if (qp) {
             __threadfence();
-            if (atomicAdd(&keys[2], 1ull) + 2 == (unsigned long long)gridDim.x) {  // the last block
+            unsigned int *ticket = reinterpret_cast<unsigned int *>(&keys[2]);
+            if (atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1) {  // the last block; the ticket wraps to 0
                 __threadfence();
-                const unsigned long long k[2] = {atomicOr(&keys[0], 0ull), ~atomicOr(&keys[1], 0ull)};
+                const unsigned long long k[2] = {atomicExch(&keys[0], ~0ull), ~atomicExch(&keys[1], ~0ull)};
                 *qp = rel_quant_params(k, bound, has_fill, fill_bits);
             }
         }
@@ -1212,7 +1214,7 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     return hb + (size_t)len;
 }
 
-// k_range over x (keys: kRangeWords device words, set to ~0 before). Below kRangeWaveBytes a grid-stride loop of up
+// k_range over x (keys: kRangeWords device words, as k_range wants them). Below kRangeWaveBytes a grid-stride loop of up
 // to 8 blocks per SM, 4 loads per thread (the aligned f32 form's 39 registers let an H100 SM hold 6; a grid of
 // exactly the resident blocks was no faster there: 64 MB 37.0 -> 34.6 us, 16 MB 11.8 -> 14.0, NOTES 130). From it,
 // f32 threads issue 8 loads and the grid is one wave of resident blocks: a 64 MiB array takes two passes of the
@@ -1233,14 +1235,20 @@ void queue_range_kernel(const Context &c, const T *x, uint64_t n, const zb_param
     launch_dependent("launch of k_range", kernel, grid, 256, 0, s, x, n, p.has_fill, p.fill_bits, keys, p.bound, qp);
 }
 
+// The REL bound's quantizer constants of x's range into *qp (k_range on the context's words, which need no memset).
+template <typename T>
+void queue_rel_range(const Context &c, const T *x, uint64_t n, const zb_params &p, QuantParams *qp, cudaStream_t s) {
+    queue_range_kernel(c, x, n, p, c.d_range, qp, s);
+}
+
 // Queues the min and max keys of the finite non-fill values of x into scratch (kRangeWords device words; the max
-// complemented) and, with qp, the REL bound's quantizer constants from them (p.bound) into *qp.
+// complemented), for the host to read.
 template <typename T>
 void launch_range(const Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *scratch,
-                  cudaStream_t s, KernelTimer &timer, QuantParams *qp = nullptr) {
+                  cudaStream_t s, KernelTimer &timer) {
     ZB_CUDA(cudaMemsetAsync(scratch, 0xFF, 8 * kRangeWords, s));
     timer.begin("range");
-    queue_range_kernel(c, x, n, p, scratch, qp, s);
+    queue_range_kernel(c, x, n, p, scratch, nullptr, s);
     timer.end();
 }
 
@@ -1625,7 +1633,11 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
     // scan_counts false: the one-block exception stage scans the tiles' counts (queue_stream's scan_in_stage).
     // tile_edges: k_encode makes the edge mask (b.tile_E, b.tile_flagE) for that stage.
     auto queue_codes = [&](cudaStream_t q, bool scan_counts, bool tile_edges) {
-        if (rel) launch_range(c, x, n, p, w->keys, q, timer, &w->qp);
+        if (rel) {
+            timer.begin("range");
+            queue_rel_range(c, x, n, p, &w->qp, q);
+            timer.end();
+        }
         timer.begin(wp.ring ? "quantize+encode" : "quantize");
         if (wp.ring) {
             launch_quantize_encode<T>(wp, shape.rank, q, x, qp, rel ? &w->qp : nullptr, dm, ntiles, b.mwords,

@@ -137,6 +137,9 @@ std::unique_ptr<Context> make_context(int dev) {
     for (auto &bs : c->branch_stream) ZB_CUDA(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking));
     for (auto &ev : c->branch_event) ZB_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     init_crc_tables(*c);
+    const unsigned long long range_words[3] = {~0ull, ~0ull, 0ull};
+    ZB_CUDA(cudaMalloc(reinterpret_cast<void **>(&c->d_range), sizeof range_words));
+    ZB_CUDA(cudaMemcpy(c->d_range, range_words, sizeof range_words, cudaMemcpyHostToDevice));
     ZB_CUDA(cudaStreamSynchronize(c->stream));
     return c;
 }

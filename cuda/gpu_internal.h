@@ -175,6 +175,11 @@ struct Context {
     cudaEvent_t timer[2 * kTimerEvents] = {};
     // CRC-32C tables on the device: 4 slicing tables (4 x 256) then 17 shift matrices (17 x 128), see crc_gpu.cu.
     uint32_t *d_crc = nullptr;
+    // k_range's words where it derives a REL bound's quantizer constants (encode.cuh, queue_rel_range): the min key,
+    // the complemented max key and the blocks' ticket, set once here and left so by every launch, whose last block
+    // reads and resets the keys and whose ticket wraps: no memset node before the range in a compression's graph.
+    // (Calls on one context run one at a time, each to its end.)
+    unsigned long long *d_range = nullptr;
     GraphCache graphs;
     // Streams and events for the parallel branches of a graph being captured (GraphBranches).
     static constexpr int kBranches = 4;
