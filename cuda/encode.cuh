@@ -1214,8 +1214,8 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
     return hb + (size_t)len;
 }
 
-// k_range over x (keys: kRangeWords device words, as k_range wants them). Below kRangeWaveBytes a grid-stride loop of up
-// to 8 blocks per SM, 4 loads per thread (the aligned f32 form's 39 registers let an H100 SM hold 6; a grid of
+// k_range over x (keys: kRangeWords device words, as k_range wants them). Below kRangeWaveBytes a grid-stride loop
+// of up to 8 blocks per SM, 4 loads per thread (the aligned f32 form's 39 registers let an H100 SM hold 6; a grid of
 // exactly the resident blocks was no faster there: 64 MB 37.0 -> 34.6 us, 16 MB 11.8 -> 14.0, NOTES 130). From it,
 // f32 threads issue 8 loads and the grid is one wave of resident blocks: a 64 MiB array takes two passes of the
 // whole wave instead of a third, partial one (NOTES 142).
