@@ -29,6 +29,16 @@ struct DevBuf {
     ~DevBuf() { (void)cudaFree(p); }
 };
 
+// The Lorenzo predictor with `encoder`, `bound` in `mode` (backend and threads at their defaults).
+zb_params lorenzo(zb_mode mode, double bound, zb_encoder encoder = ZB_ENC_FAST) {
+    zb_params p = zb_params_default();
+    p.predictor = ZB_PRED_LORENZO;
+    p.encoder = encoder;
+    p.mode = mode;
+    p.bound = bound;
+    return p;
+}
+
 template <typename T>
 void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, const zb_params &p, cudaStream_t stream,
                 size_t misalign, const std::string &what) {
@@ -112,11 +122,7 @@ void round_trip(const std::vector<T> &data, const std::vector<size_t> &dims, con
 template <typename T> void device_api(zb_encoder encoder) {
     cudaStream_t user = nullptr;
     ASSERT_EQ(cudaStreamCreate(&user), cudaSuccess);
-    zb_params rel = zb_params_default();
-    rel.predictor = ZB_PRED_LORENZO;
-    rel.encoder = encoder;
-    rel.mode = ZB_MODE_REL;
-    rel.bound = 1e-3;
+    zb_params rel = lorenzo(ZB_MODE_REL, 1e-3, encoder);
     const std::vector<size_t> d2{513, 1025}, d3{17, 33, 65}, d1{5};
     auto f2 = zbt::smooth_field<T>(d2, 0.01, 1, 3.0);
     for (size_t i = 0; i < f2.size(); i += 97) f2[i] = std::numeric_limits<T>::quiet_NaN();
@@ -134,11 +140,7 @@ template <typename T> void device_api(zb_encoder encoder) {
     for (size_t i = 0; i < steep.size(); i += 13) steep[i] += (T)50.0;
     round_trip(steep, d3, rel, user, 0, "3D with escapes");
     round_trip(zbt::smooth_field<T>(d1, 0.0, 3, 0.0), d1, rel, user, 1, "5 values (raw passthrough)");
-    zb_params tight = zb_params_default();
-    tight.predictor = ZB_PRED_LORENZO;
-    tight.encoder = encoder;
-    tight.mode = ZB_MODE_ABS;
-    tight.bound = 1e-9;
+    zb_params tight = lorenzo(ZB_MODE_ABS, 1e-9, encoder);
     round_trip(zbt::smooth_field<T>(d2, 1.0, 4, 0.0), d2, tight, user, 0, "noise (raw passthrough)");
     EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
 }
@@ -197,11 +199,7 @@ template <typename T> void device_api_pw_rel() {
 // 4-byte aligned and an unaligned (byte by byte) start, and must give the CPU's stream.
 TEST(GpuDeviceApi, ChecksumOfEveryPayloadSize) {
     ZB_REQUIRE_GPU();
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = ZB_ENC_FAST;
-    p.mode = ZB_MODE_ABS;
-    p.bound = 1e-12;
+    zb_params p = lorenzo(ZB_MODE_ABS, 1e-12);
     for (size_t mb : {1, 12, 40}) {
         const std::vector<size_t> dims{mb << 18};
         const auto data = zbt::smooth_field<float>(dims, 1.0, (uint32_t)mb, 0.0);
@@ -335,11 +333,7 @@ template <typename T> void repeated_calls(const char *exception_block) {
     const zbt::ScopedEnv form("ZBOUND_GPU_EXCEPTION_BLOCK", exception_block);
     const std::vector<size_t> dims{257, 511};
     const size_t n = dims[0] * dims[1], vbytes = n * sizeof(T);
-    zb_params rel = zb_params_default();
-    rel.predictor = ZB_PRED_LORENZO;
-    rel.encoder = ZB_ENC_FAST;
-    rel.mode = ZB_MODE_REL;
-    rel.bound = 1e-3;
+    zb_params rel = lorenzo(ZB_MODE_REL, 1e-3);
     const auto smooth = zbt::smooth_field<T>(dims, 0.01, 11, 2.0);
     auto some_nan = zbt::smooth_field<T>(dims, 0.02, 12, 0.0);
     for (size_t i = 0; i < n; i += 101) some_nan[i] = std::numeric_limits<T>::quiet_NaN();
@@ -421,11 +415,7 @@ template <typename T> void chunk_path_cases() {
         std::vector<T> v;
         zb_params p;
     };
-    zb_params rel = zb_params_default();
-    rel.predictor = ZB_PRED_LORENZO;
-    rel.encoder = ZB_ENC_FAST;
-    rel.mode = ZB_MODE_REL;
-    rel.bound = 1e-3;
+    zb_params rel = lorenzo(ZB_MODE_REL, 1e-3);
     std::vector<Case> cases;
     const std::vector<std::vector<size_t>> shapes{{1},         {5},          {2047},        {2048},       {2049},
                                                   {100003},    {7, 300},     {513, 1025},   {3, 2049},    {3, 5, 7},
@@ -526,11 +516,7 @@ TEST(GpuDeviceApi, ChunkPathGivesTheCpuBytesF64) {
 template <typename T> void device_corruptions(const std::vector<size_t> &dims, uint32_t seed, int trials) {
     const auto v = gput::busy_field<T>(dims, seed);
     std::mt19937 rng(seed);
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = ZB_ENC_FAST;
-    p.mode = ZB_MODE_ABS;
-    p.bound = 1e-3;
+    zb_params p = lorenzo(ZB_MODE_ABS, 1e-3);
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, v, dims, p);
     ASSERT_EQ(good.status, ZB_OK);
     zb::Header h;
@@ -584,11 +570,7 @@ template <typename T> void repeated_decompressions(const std::vector<size_t> &di
     size_t n = 1;
     for (size_t d : dims) n *= d;
     const size_t vbytes = n * sizeof(T);
-    zb_params rel = zb_params_default();
-    rel.predictor = ZB_PRED_LORENZO;
-    rel.encoder = ZB_ENC_FAST;
-    rel.mode = ZB_MODE_REL;
-    rel.bound = 1e-3;
+    zb_params rel = lorenzo(ZB_MODE_REL, 1e-3);
     auto some_nan = zbt::smooth_field<T>(dims, 0.02, 12, 0.0);
     for (size_t i = 0; i < n; i += 101) some_nan[i] = std::numeric_limits<T>::quiet_NaN();
     const zbt::Stream smooth = gput::compress_on(ZB_BACKEND_CPU, zbt::smooth_field<T>(dims, 0.01, 11, 2.0), dims, rel);
@@ -654,11 +636,7 @@ TEST(GpuDeviceApi, RepeatedDecompressionsOnTheSameBuffers) {
 template <typename T> void sparse_exception_intervals() {
     const std::vector<size_t> d{size_t(1) << 20};
     const size_t n = d[0], vbytes = n * sizeof(T);
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = ZB_ENC_FAST;
-    p.mode = ZB_MODE_REL;
-    p.bound = 1e-3;
+    zb_params p = lorenzo(ZB_MODE_REL, 1e-3);
     const T nan = std::numeric_limits<T>::quiet_NaN();
     for (int form = 0; form < 2; ++form) {
         SCOPED_TRACE(form == 0 ? "three runs of NaN" : "4480 intervals");
@@ -712,11 +690,7 @@ TEST(GpuDeviceApi, LargeUnalignedRelF32) {
     auto data = zbt::smooth_field<float>(d, 0.02, 51, 20.0);
     data[d[0] - 1] = 500.0f;
     data[d[0] / 3] = -500.0f;
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = ZB_ENC_FAST;
-    p.mode = ZB_MODE_REL;
-    p.bound = 1e-3;
+    zb_params p = lorenzo(ZB_MODE_REL, 1e-3);
     round_trip(data, d, p, nullptr, 4, "33 MiB f32, unaligned input");
 }
 
