@@ -1367,8 +1367,7 @@ void decode_impl(Context &c, const Header &h, const uint8_t *src_payload, bool s
 
             if (k) {
                 timer.begin("exceptions");
-                if (exc_branch) br.join_branch(exc_at);
-                else ex.prepare(xs, h.seg[kSegChangeBlocks].length, b.err, q);
+                if (exc_branch) br.join_branch(exc_at);  // ex.prepare, queued above (else it queues nothing)
                 ex.scatter<T>(xs, h.seg[kSegEdgeBlocks].length, h.seg[kSegChangeBlocks].length, out, b.err, b.temp,
                               scan_bytes, q);
                 timer.end();
