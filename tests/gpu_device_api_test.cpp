@@ -29,14 +29,9 @@ struct DevBuf {
     ~DevBuf() { (void)cudaFree(p); }
 };
 
-// The Lorenzo predictor with `encoder`, `bound` in `mode` (backend and threads at their defaults).
+// The Lorenzo predictor with `encoder`, `bound` in `mode`.
 zb_params lorenzo(zb_mode mode, double bound, zb_encoder encoder = ZB_ENC_FAST) {
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = encoder;
-    p.mode = mode;
-    p.bound = bound;
-    return p;
+    return gput::pipeline_params(ZB_PRED_LORENZO, encoder, mode, bound);
 }
 
 template <typename T>

@@ -30,12 +30,7 @@ class GpuInterp : public ::testing::TestWithParam<zb_encoder> {
 };
 
 zb_params interp_params(zb_mode mode, double bound) {
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_INTERP;
-    p.encoder = g_encoder;
-    p.mode = mode;
-    p.bound = bound;
-    return p;
+    return gput::pipeline_params(ZB_PRED_INTERP, g_encoder, mode, bound);
 }
 
 std::string dims_text(const std::vector<size_t> &dims) {

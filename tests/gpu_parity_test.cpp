@@ -38,12 +38,7 @@ struct RatioScope {
 };
 
 zb_params params(zb_mode mode, double bound) {
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = g_encoder;
-    p.mode = mode;
-    p.bound = bound;
-    return p;
+    return gput::pipeline_params(ZB_PRED_LORENZO, g_encoder, mode, bound);
 }
 
 const std::vector<Dims> kShapes = {{1},         {7},         {2048},        {2049},     {100003},  {1, 1},

@@ -21,6 +21,16 @@
 
 namespace gput {
 
+// Parameters for one pipeline: `predictor` with `encoder`, `bound` in `mode` (backend and threads at their defaults).
+inline zb_params pipeline_params(zb_predictor predictor, zb_encoder encoder, zb_mode mode, double bound) {
+    zb_params p = zb_params_default();
+    p.predictor = predictor;
+    p.encoder = encoder;
+    p.mode = mode;
+    p.bound = bound;
+    return p;
+}
+
 // Under compute-sanitizer each GPU call runs 10-1000x slower, and the tests with hundreds of corrupted streams or
 // parameter sets do not finish in a device session (bench/NOTES.md 136). ZBOUND_TEST_SAMPLE=K makes those loops
 // run about one item in K (or trials / K trials): the same kernels and paths, fewer repetitions
