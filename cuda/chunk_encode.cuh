@@ -35,7 +35,7 @@ constexpr uint64_t kChunkExceptionCap = 65536;
 // Device words of one call, set to 0xFF by its first node.
 struct ChunkWords {
     QuantParams qp;                        // k_range's last block (REL)
-    uint32_t tile_ticket, done_ticket, crc_ticket, unused;
+    uint32_t tile_ticket, done_ticket, crc_ticket, crc_header;  // crc_header: k_piece_crc_last's
     uint64_t payload_len, status;          // k_chunk_encode's last block, for k_piece_crc_seal
     LayoutResult result;                   // k_chunk_encode's last block, for the host
 };
@@ -392,7 +392,7 @@ LayoutResult encode_chunk(Context &c, const zb_params &p, const Shape &shape, co
         timer.end();
         timer.begin("crc");
         piece_crcs_seal_at(c, a.pay, raw_bytes, raw_bytes / 8, &w->payload_len, &w->status, a.crcs, &w->crc_ticket,
-                           a.hdr, kFastHeaderBytes, q);
+                           &w->crc_header, a.hdr, kFastHeaderBytes, q);
         timer.end();
         result_to_host(c, &w->result, sizeof(LayoutResult), q);
     };

@@ -126,16 +126,18 @@ __device__ __forceinline__ void load_tables(uint32_t *tab, const uint32_t *__res
     __syncthreads();
 }
 
-// The piece kernels' shared tables: kCrcWords as load_tables copies them, then, where unshift is not 0 (the blocks
-// of a shorter last piece), the inverse matrices for its hex digits (digit j at kCrcWords + 128 j; a zero digit's
-// matrix is not used). All of a thread's loads before its stores, as in load_tables.
+// The piece kernels' shared tables from word kFrom on (0: all; kCrcWords: the inverse shifts only, where
+// load_tables copied the rest): kCrcWords as load_tables copies them, then, where unshift is not 0 (the blocks of a
+// shorter last piece), the inverse matrices for its hex digits (digit j at kCrcWords + 128 j; a zero digit's matrix is
+// not used). All of a thread's loads before its stores, as in load_tables.
+template <int kFrom = 0>
 __device__ __forceinline__ void load_piece_tables(uint32_t *tab, const uint32_t *__restrict__ tables_g,
                                                   uint32_t unshift) {
-    constexpr int kPerThread = (kPieceWords + kCrcThreads - 1) / kCrcThreads;
+    constexpr int kPerThread = (kPieceWords - kFrom + kCrcThreads - 1) / kCrcThreads;
     uint32_t v[kPerThread];
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
-        const int i = (int)threadIdx.x + k * kCrcThreads;
+        const int i = kFrom + (int)threadIdx.x + k * kCrcThreads;
         if (i < kCrcWords) {
             v[k] = __ldg(tables_g + i);
         } else {
@@ -146,7 +148,7 @@ __device__ __forceinline__ void load_piece_tables(uint32_t *tab, const uint32_t 
     }
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
-        const int i = (int)threadIdx.x + k * kCrcThreads;
+        const int i = kFrom + (int)threadIdx.x + k * kCrcThreads;
         if (i < kPieceWords) tab[i] = v[k];
     }
     __syncthreads();
@@ -323,10 +325,21 @@ k_piece_crc(const uint8_t *__restrict__ data, uint64_t len, const uint32_t *__re
     block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, out);
 }
 
+// Piece counts up to which payload_checksum runs in thread 0 alone: a step per piece (four table lookups) is shorter
+// than small_block_crc's tree of shifts and two barriers.
+constexpr uint64_t kSerialChecksumPieces = 16;
+
 // The payload checksum, CRC-32C of the `count` little-endian piece CRCs (0 when there are none), in thread 0 of the
-// block. Contains barriers: call it from every thread of the block, after load_tables.
+// block (read from the L2: another block of the same launch may have written them). Contains barriers unless count
+// <= kSerialChecksumPieces: call it from every thread of the block, after load_tables.
 __device__ uint32_t payload_checksum(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t *tab,
                                      uint32_t *warp_raw) {
+    if (count <= kSerialChecksumPieces) {  // the same in every thread
+        uint32_t reg = 0xFFFFFFFFu;
+        if (threadIdx.x == 0)
+            for (uint64_t i = 0; i < count; ++i) reg = crc_step4(reg ^ __ldcg(crcs + i), tab);
+        return reg ^ 0xFFFFFFFFu;
+    }
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(crcs);
     const uint64_t len = 4 * count;
     // raw(init c, A || B) = shift(raw(init c, A), |B|) xor raw(0, B), thread 0's; the first window (at least four
@@ -364,18 +377,25 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     }
 }
 
+// The header's raw CRC over its bytes before the payload checksum field (hb - 8 of them; the initial register as
+// the first four complemented, where there are four), in thread 0. Contains barriers: call it from every thread of
+// the block, after the tables are copied.
+__device__ uint32_t header_raw_before_field(const uint8_t *__restrict__ hdr, uint32_t hb, const uint32_t *tab,
+                                            uint32_t *warp_raw) {
+    return small_block_crc(hdr, hb - 8, hb - 8 >= 4 ? 0xFFFFFFFFu : 0u, tab, warp_raw);
+}
+
 // The payload checksum of the piece CRCs of a len-byte payload into the header at hdr (hb bytes, any alignment,
 // written with zeros in its two checksum fields), then the header's own CRC over everything before it. The header CRC
-// covers the payload checksum field, which this writes: it is the CRC of the bytes before the field (written by
-// earlier kernels; the initial register as their first bytes complemented) shifted over the field and combined with
-// the field's own, so that no thread reads what another wrote. Contains barriers: call it from every thread of the
-// block, after the tables are copied.
+// covers the payload checksum field, which this writes: it is the CRC of the bytes before the field (before, from
+// header_raw_before_field; written by earlier kernels) shifted over the field and combined with the field's own, so
+// that no thread reads what another wrote. Contains barriers: call it from every thread of the block, after the
+// tables are copied.
 __device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint32_t *tab, uint32_t *warp_raw,
-                                  uint8_t *__restrict__ hdr, uint32_t hb) {
+                                  uint8_t *__restrict__ hdr, uint32_t hb, uint32_t before) {
     const uint64_t pieces = (len + kChecksumPiece - 1) / kChecksumPiece;
     const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw);
-    const bool folded = hb - 8 >= 4;  // the initial register as complemented bytes needs four of them
-    const uint32_t before = small_block_crc(hdr, hb - 8, folded ? 0xFFFFFFFFu : 0u, tab, warp_raw);
+    const bool folded = hb - 8 >= 4;  // as header_raw_before_field
     if (threadIdx.x != 0) return;
     uint32_t field = 0;  // the raw CRC of the field's four bytes
     for (int b = 0; b < 4; ++b) field = tab[(field ^ (pc >> (8 * b))) & 0xFF] ^ (field >> 8);
@@ -393,20 +413,32 @@ __device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint
 // where they differ (the decoder). The piece CRCs are read from the L2 there (small_block_crc). The piece CRCs must be
 // zero and the ticket hold ticket_start when the launch starts. len, or with d_len the length read on the device;
 // with d_status nothing is done unless it is 0.
+// The header's CRC over its bytes before the payload checksum field does not depend on the piece CRCs: the grid's
+// last block (blockIdx), which past the payload has nothing else to do, computes it into *hdr_raw before taking its
+// ticket, so that the block finishing last only adds the payload checksum to it: its two block CRCs ran in series
+// (NOTES 149).
 struct CrcFinish {
     uint8_t *hdr;  // seal this header (hb bytes), or nullptr: compare
     uint32_t hb, expected, errbit;
     uint32_t *err;
+    uint32_t *hdr_raw;  // with hdr: a device word for header_raw_before_field's result
 };
-template <int S>
+// kEarlyTables: the tables every block uses are copied before the wait for the kernel before it (launch_dependent),
+// which never writes them (they are made once, with the context); the length-dependent inverse shifts after it.
+// Only for grids of up to two blocks per SM (chunk-sized payloads): in larger grids every block copying the tables
+// early took SM slots and L2 bandwidth from a predecessor still running (64 MB of TREFHT: 1.6 us lost, NOTES 136).
+// With it, the header's part above and few-piece checksums in one thread, a 4 MB compression of TREFHT took 2.5-3.4 us
+// less (NOTES 149).
+template <int S, bool kEarlyTables>
 __global__ void __launch_bounds__(kCrcThreads)
 k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t *__restrict__ d_len,
                  const uint64_t *__restrict__ d_status, const uint32_t *__restrict__ tables_g, uint32_t *crcs,
                  uint32_t *ticket, uint32_t ticket_start, CrcFinish fin) {
-    wait_for_prior_grids();  // before any memory access (launch_dependent)
     __shared__ uint32_t tab[kPieceWords];
     __shared__ uint32_t warp_raw[kCrcWarps];
     __shared__ bool last;
+    if constexpr (kEarlyTables) load_tables(tab, tables_g);
+    wait_for_prior_grids();  // before any access to memory that earlier kernels write (launch_dependent)
     const bool active = !d_status || *d_status == 0;
     if (d_len) len = *d_len;
     // The grid is sized for the likely length (the encoder's is known on the device only): blocks past the payload
@@ -414,20 +446,28 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
     const bool work = active && (uint64_t)blockIdx.x * kCrcThreads * S < len;
     if (work) {
         prefetch_first_slice<S>(data, len);
-        load_piece_tables(tab, tables_g, last_piece_unshift(len));
+        if constexpr (kEarlyTables) load_piece_tables<kCrcWords>(tab, tables_g, last_piece_unshift(len));
+        else load_piece_tables(tab, tables_g, last_piece_unshift(len));
         block_piece_crcs<S>(data, len, tab, tables_g, warp_raw, crcs);
+    }
+    bool have_tables = work || kEarlyTables;
+    if (fin.hdr && active && blockIdx.x == gridDim.x - 1) {  // the same in the whole block
+        if (!have_tables) load_tables(tab, tables_g);
+        have_tables = true;
+        const uint32_t before = header_raw_before_field(fin.hdr, fin.hb, tab, warp_raw);
+        if (threadIdx.x == 0) *fin.hdr_raw = before;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();  // this block's piece CRCs (thread 0's atomics) before its ticket
+        __threadfence();  // this block's piece CRCs (thread 0's atomics) and header CRC before its ticket
         last = atomicAdd(ticket, 1u) - ticket_start == gridDim.x - 1u;
     }
     __syncthreads();
     if (!last || !active) return;
     __threadfence();
-    if (!work) load_tables(tab, tables_g);
+    if (!have_tables) load_tables(tab, tables_g);
     if (fin.hdr) {
-        seal_header_block(crcs, len, tab, warp_raw, fin.hdr, fin.hb);
+        seal_header_block(crcs, len, tab, warp_raw, fin.hdr, fin.hb, __ldcg(fin.hdr_raw));
         return;
     }
     const uint32_t pc = payload_checksum(crcs, (len + kChecksumPiece - 1) / kChecksumPiece, tab, warp_raw);
@@ -464,7 +504,11 @@ void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t ma
     const uint64_t most = std::max<uint64_t>(1, (max_len + per_block - 1) / per_block);
     const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
     const unsigned grid = (unsigned)std::min(most, likely);
-    auto kernel = slice == 256 ? k_piece_crc_last<256> : slice == 64 ? k_piece_crc_last<64> : k_piece_crc_last<16>;
+    const bool early = grid <= 2 * (unsigned)c.sm_count;
+    auto kernel = early ? (slice == 256 ? k_piece_crc_last<256, true>
+                           : slice == 64 ? k_piece_crc_last<64, true> : k_piece_crc_last<16, true>)
+                        : (slice == 256 ? k_piece_crc_last<256, false>
+                           : slice == 64 ? k_piece_crc_last<64, false> : k_piece_crc_last<16, false>);
     launch_dependent("launch of k_piece_crc_last", kernel, grid, kCrcThreads, 0, s, payload, max_len, d_len, d_status,
                      c.d_crc, d_crcs, ticket, ticket_start, fin);
 }
@@ -572,9 +616,9 @@ void piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, uint32_t
 
 void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
                         const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
-                        uint8_t *d_header, size_t header_bytes, cudaStream_t s) {
+                        uint32_t *d_header_raw, uint8_t *d_header, size_t header_bytes, cudaStream_t s) {
     launch_piece_crc_last(c, payload, max_len, likely_len, d_len, d_status, d_crcs, ticket, ~0u,
-                          CrcFinish{d_header, (uint32_t)header_bytes, 0, 0, nullptr}, s);
+                          CrcFinish{d_header, (uint32_t)header_bytes, 0, 0, nullptr, d_header_raw}, s);
 }
 
 void piece_crcs_check(const Context &c, const uint8_t *payload, uint64_t len, uint32_t *d_crcs, uint32_t *ticket,
@@ -584,7 +628,7 @@ void piece_crcs_check(const Context &c, const uint8_t *payload, uint64_t len, ui
         return;
     }
     launch_piece_crc_last(c, payload, len, len, nullptr, nullptr, d_crcs, ticket, 0u,
-                          CrcFinish{nullptr, 0, expected, errbit, d_err}, s);
+                          CrcFinish{nullptr, 0, expected, errbit, d_err, nullptr}, s);
 }
 
 void seal_payload_crc(const Context &c, const uint32_t *d_crcs, uint64_t len, uint8_t *d_field, cudaStream_t s) {

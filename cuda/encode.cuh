@@ -75,6 +75,7 @@ struct EncodeWords {
     uint64_t payload_len;
     uint64_t status;  // LayoutStatus: the writers do nothing unless kLayoutOk
     uint32_t crc_ticket;  // k_piece_crc_last's tickets: ~0u from k_fast_layout
+    uint32_t crc_header;  // k_piece_crc_last's word for the header's part of its CRC
     LayoutResult result;  // k_fast_layout: what the host reads back
 };
 
@@ -1697,8 +1698,8 @@ size_t encode_impl(Context &c, const zb_params &p, const Shape &shape, const T *
         timer.end();
         timer.begin("crc");
         const uint64_t likely = known ? before_choice + 16 * tot[0] + 4 * tot[1] : raw_bytes / 8;
-        piece_crcs_seal_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, &w->crc_ticket, b.hdr,
-                           fast_hb, q);
+        piece_crcs_seal_at(c, pay, raw_bytes, likely, &w->payload_len, &w->status, b.crcs, &w->crc_ticket,
+                           &w->crc_header, b.hdr, fast_hb, q);
         timer.end();
         if (!host_result) result_to_host(c, &w->result, sizeof(LayoutResult), q);
     };

@@ -372,10 +372,11 @@ inline uint64_t piece_count(uint64_t len) { return (len + 65535) / 65536; }
 // finish completes the header in device memory (header_bytes at d_header, any alignment, written with zeros in its
 // payload checksum and header CRC, its last 8 bytes): the payload checksum from the piece CRCs, then the header CRC.
 // Nothing is done unless *d_status is 0. d_crcs (piece_count(*d_len) words) must be zero and *ticket ~0u when the
-// launch starts (the caller's own kernels and memsets prepare them: no memset node of its own).
+// launch starts (the caller's own kernels and memsets prepare them: no memset node of its own). d_header_raw: a device
+// word the launch uses for the header's part of its CRC.
 void piece_crcs_seal_at(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
                         const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
-                        uint8_t *d_header, size_t header_bytes, cudaStream_t s);
+                        uint32_t *d_header_raw, uint8_t *d_header, size_t header_bytes, cudaStream_t s);
 // piece_crcs and check_payload_crc in one launch, whose last block to finish compares the payload checksum with
 // `expected` (errbit in *d_err where they differ). d_crcs (piece_count(len) words) must be zero and *ticket 0 when the
 // launch starts.
