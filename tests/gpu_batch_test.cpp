@@ -105,11 +105,7 @@ template <typename T> void batch_pipelines() {
                                                              {ZB_PRED_INTERP, ZB_ENC_RATIO},
                                                              {ZB_PRED_AUTO, ZB_ENC_AUTO}};
     for (const auto &pipe : pipelines) {
-        zb_params p = zb_params_default();
-        p.mode = ZB_MODE_REL;
-        p.bound = 1e-3;
-        p.predictor = pipe.first;
-        p.encoder = pipe.second;
+        const zb_params p = gput::pipeline_params(pipe.first, pipe.second, ZB_MODE_REL, 1e-3);
         batch_round_trip<T>(p, "rel 1e-3, pipeline " + std::to_string(pipe.first) + "/" + std::to_string(pipe.second));
     }
     zb_params tight = zb_params_default();
@@ -137,11 +133,7 @@ TEST(GpuBatch, EveryChunkGetsTheCpuBytesF64) {
 // tiles alone, one wave of 4 x SMs in a batch). The batch's streams are the CPU's bytes either way.
 TEST(GpuBatch, ChunksThatWalkGetTheCpuBytes) {
     ZB_REQUIRE_GPU();
-    zb_params p = zb_params_default();
-    p.mode = ZB_MODE_REL;
-    p.bound = 1e-3;
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = ZB_ENC_FAST;
+    const zb_params p = gput::pipeline_params(ZB_PRED_LORENZO, ZB_ENC_FAST, ZB_MODE_REL, 1e-3);
     batch_round_trip<float>(p, "rel 1e-3, 8 MiB chunks", {256, 64, 128}, 4);
 }
 

@@ -14,20 +14,13 @@
 namespace {
 
 zb_params lorenzo_params(zb_encoder encoder) {
-    zb_params p = zb_params_default();
-    p.predictor = ZB_PRED_LORENZO;
-    p.encoder = encoder;
-    p.mode = ZB_MODE_ABS;
-    p.bound = 1e-3;
-    return p;
+    return gput::pipeline_params(ZB_PRED_LORENZO, encoder, ZB_MODE_ABS, 1e-3);
 }
 
 template <typename T>
 void corrupt_and_compare(const std::vector<size_t> &dims, uint32_t seed, int trials, zb_encoder encoder = ZB_ENC_FAST) {
     const auto data = gput::busy_field<T>(dims, seed);
-    zb_params p = lorenzo_params(encoder);
-    p.mode = ZB_MODE_ABS;
-    p.bound = 1e-3;
+    const zb_params p = lorenzo_params(encoder);
     const zbt::Stream good = gput::compress_on(ZB_BACKEND_CPU, data, dims, p);
     ASSERT_EQ(good.status, ZB_OK);
     zb::Header h;

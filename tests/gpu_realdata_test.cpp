@@ -62,11 +62,7 @@ template <typename T> void check_field(const std::string &dir, const Field &fd, 
     for (size_t b = 0; b < std::size(bounds); ++b) {
         if (!gput::sampled_variant(field, b, std::size(bounds))) continue;
         const double rel = bounds[b];
-        zb_params p = zb_params_default();
-        p.predictor = ZB_PRED_LORENZO;
-        p.encoder = encoder;
-        p.mode = ZB_MODE_REL;
-        p.bound = rel;
+        zb_params p = gput::pipeline_params(ZB_PRED_LORENZO, encoder, ZB_MODE_REL, rel);
         p.has_fill = fd.has_fill;
         p.fill_bits = fd.fill_bits;
         gput::expect_parity(v, fd.dims, p, fd.name + " rel " + std::to_string(rel));
