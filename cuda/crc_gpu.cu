@@ -427,7 +427,7 @@ struct CrcFinish {
 // which never writes them (they are made once, with the context); the length-dependent inverse shifts after it.
 // Only for grids of up to two blocks per SM (chunk-sized payloads): in larger grids every block copying the tables
 // early took SM slots and L2 bandwidth from a predecessor still running (64 MB of TREFHT: 1.6 us lost, NOTES 136).
-// With it, the header's part above and few-piece checksums in one thread, a 4 MB compression of TREFHT took 2.5-3.4 us
+// With it, the header's part above and few-piece checksums in one thread, a 4 MB compression of TREFHT took 2.2-3.6 us
 // less (NOTES 149).
 template <int S, bool kEarlyTables>
 __global__ void __launch_bounds__(kCrcThreads)
