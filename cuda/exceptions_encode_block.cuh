@@ -39,6 +39,9 @@ constexpr int kExcEncBatch = 8;
 constexpr uint64_t kExcEncMaxValues = uint64_t(1) << 22;
 constexpr uint64_t kExcEncMaxValuesGraphed = uint64_t(1) << 20;
 constexpr uint64_t kExcEncMaxExceptions = 65536;
+// The change words and their flag groups for that many (exceptions_encode_block keeps them in shared memory).
+constexpr uint32_t kExcEncMaxChangeWords = (uint32_t)(kExcEncMaxExceptions / 32);
+constexpr uint32_t kExcEncMaxChangeGroups = kExcEncMaxChangeWords / 4 / 32;
 // The kernel's indices are 32-bit (exceptions_encode_block): the largest, a value index of the last mask group
 // (at most kExcEncMaxValues + 4096), must stay well below 2^32.
 static_assert(kExcEncMaxValues <= (uint64_t(1) << 31) && kExcEncMaxExceptions <= (uint64_t(1) << 31),
@@ -202,44 +205,52 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     }
     __syncthreads();  // V complete
 
-    // 3. Change bits C[j] = (j == 0 || V[j] != V[j-1]) over the carved words (zero past k), each thread a run of
-    //    words, and the runs before each word (offR).
+    // 3. Change bits C[j] = (j == 0 || V[j] != V[j-1]) over the carved words (zero past k), kept in shared memory
+    //    (sC) for the runs and flags below: the words that hold exceptions a warp each (lane l: value 32 w + l, its
+    //    value before from the lane before, lane 0 loading it beside its own), the others zero. (A thread per run of
+    //    words read its values one load after another: at 4 MB of TREFHT, thread 0 alone, seven round trips to the L2
+    //    in series.) Then each thread's run of words: stored, their runs summed, the runs before each word (offR).
+    __shared__ uint32_t sC[kExcEncMaxChangeWords];
+    __shared__ uint32_t sFlagC[kExcEncMaxChangeGroups];
     const uint32_t nw_change = 4 * nb_change, per_thread = (uint32_t)div_up(nw_change, kExcEncThreads);
+    const uint32_t nw_k = (uint32_t)div_up(k, 32);  // words with exceptions
+    for (uint32_t w = warp; w < nw_k; w += kExcEncWarps) {
+        const uint32_t j = 32 * w + lane;
+        const U v = j < k ? a.V[j] : U(0);
+        const U v_before = lane == 0 && j > 0 ? a.V[j - 1] : U(0);
+        U before = __shfl_up_sync(kFullMask, v, 1);
+        if (lane == 0) before = v_before;
+        const uint32_t word = __ballot_sync(kFullMask, j < k && (j == 0 || v != before));
+        if (lane == 0) sC[w] = word;
+    }
+    for (uint32_t w = nw_k + threadIdx.x; w < nw_change; w += kExcEncThreads) sC[w] = 0;
+    __syncthreads();  // sC complete
     const uint32_t w_begin = min(nw_change, threadIdx.x * per_thread), w_end = min(nw_change, w_begin + per_thread);
     uint32_t my_runs = 0;
     for (uint32_t w = w_begin; w < w_end; ++w) {
-        uint32_t word = 0;
-        const uint32_t j0 = 32 * w;
-        U prev = j0 > 0 && j0 - 1 < k ? a.V[j0 - 1] : U(0);
-        for (int i = 0; i < 32 && j0 + i < k; ++i) {
-            const U v = a.V[j0 + i];
-            word |= (uint32_t)(j0 + i == 0 || v != prev) << i;
-            prev = v;
-        }
-        a.C[w] = word;
-        my_runs += __popc(word);
+        a.C[w] = sC[w];
+        my_runs += __popc(sC[w]);
     }
     uint64_t runs = 0;  // BlockSum's sums are 64-bit
     uint32_t run_at = (uint32_t)block_sum.exclusive(my_runs, runs);
     for (uint32_t w = w_begin; w < w_end; ++w) {
         a.offR[w] = run_at;
-        run_at += __popc(a.C[w]);
+        run_at += __popc(sC[w]);
     }
-    __syncthreads();  // C complete
 
-    // 4. The change bits' flag words (a warp per group of 32 blocks) and their offsets.
+    // 4. The change bits' flag words (a warp per group of 32 blocks, from sC) and their offsets.
     const uint32_t ng_change = (uint32_t)div_up(nb_change, 32);
     for (uint32_t g = warp; g < ng_change; g += kExcEncWarps) {
         const uint32_t b = 32 * g + lane;
-        const bool stored = b < nb_change && any_bits(*reinterpret_cast<const uint4 *>(a.C + 4 * b));
+        const bool stored = b < nb_change && (sC[4 * b] | sC[4 * b + 1] | sC[4 * b + 2] | sC[4 * b + 3]) != 0;
         const uint32_t fw = __ballot_sync(kFullMask, stored);
-        if (lane == 0) a.flagC[g] = fw;
+        if (lane == 0) a.flagC[g] = sFlagC[g] = fw;
     }
     __syncthreads();
     uint64_t changes_stored = 0;
     for (uint32_t g0 = 0; g0 < ng_change; g0 += kExcEncThreads) {
         const uint32_t g = g0 + threadIdx.x;
-        const uint32_t at = (uint32_t)block_sum.exclusive(g < ng_change ? __popc(a.flagC[g]) : 0u, changes_stored);
+        const uint32_t at = (uint32_t)block_sum.exclusive(g < ng_change ? __popc(sFlagC[g]) : 0u, changes_stored);
         if (g < ng_change) a.offC[g] = at;
     }
     if (threadIdx.x == 0) {
