@@ -496,6 +496,13 @@ void launch_piece_crcs(const Context &c, const uint8_t *payload, uint64_t len, u
     ZB_LAUNCHED("k_piece_crc");
 }
 
+// k_piece_crc_last's instance for a slice (256, 64 or 16 bytes a thread) and where its fixed tables are copied.
+template <bool kEarlyTables>
+auto piece_crc_last_kernel(int slice) {
+    return slice == 256 ? k_piece_crc_last<256, kEarlyTables>
+           : slice == 64 ? k_piece_crc_last<64, kEarlyTables> : k_piece_crc_last<16, kEarlyTables>;
+}
+
 void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t max_len, uint64_t likely_len,
                            const uint64_t *d_len, const uint64_t *d_status, uint32_t *d_crcs, uint32_t *ticket,
                            uint32_t ticket_start, const CrcFinish &fin, cudaStream_t s) {
@@ -505,10 +512,7 @@ void launch_piece_crc_last(const Context &c, const uint8_t *payload, uint64_t ma
     const uint64_t likely = std::max<uint64_t>((likely_len + per_block - 1) / per_block, 2 * (uint64_t)c.sm_count);
     const unsigned grid = (unsigned)std::min(most, likely);
     const bool early = grid <= 2 * (unsigned)c.sm_count;
-    auto kernel = early ? (slice == 256 ? k_piece_crc_last<256, true>
-                           : slice == 64 ? k_piece_crc_last<64, true> : k_piece_crc_last<16, true>)
-                        : (slice == 256 ? k_piece_crc_last<256, false>
-                           : slice == 64 ? k_piece_crc_last<64, false> : k_piece_crc_last<16, false>);
+    auto kernel = early ? piece_crc_last_kernel<true>(slice) : piece_crc_last_kernel<false>(slice);
     launch_dependent("launch of k_piece_crc_last", kernel, grid, kCrcThreads, 0, s, payload, max_len, d_len, d_status,
                      c.d_crc, d_crcs, ticket, ticket_start, fin);
 }

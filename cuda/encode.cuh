@@ -1221,15 +1221,16 @@ inline size_t finish_stream(Context &c, Header &h, const uint8_t *d_payload, uin
 // f32 threads issue 8 loads and the grid is one wave of resident blocks: a 64 MiB array takes two passes of the
 // whole wave instead of a third, partial one (NOTES 142).
 constexpr uint64_t kRangeWaveBytes = uint64_t(32) << 20;
+constexpr int kRangeLoads = 4;  // loads per thread below the wave, and of f64 in it
 template <typename T>
 void queue_range_kernel(const Context &c, const T *x, uint64_t n, const zb_params &p, unsigned long long *keys,
                         QuantParams *qp, cudaStream_t s) {
     const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const bool wave = sizeof(T) == 4 && n * sizeof(T) >= kRangeWaveBytes;
-    constexpr int kWaveLoads = sizeof(T) == 4 ? 8 : 4;
+    constexpr int kWaveLoads = sizeof(T) == 4 ? 8 : kRangeLoads;
     auto kernel = wave ? (aligned ? k_range<T, true, kWaveLoads> : k_range<T, false, kWaveLoads>)
-                       : (aligned ? k_range<T, true, 4> : k_range<T, false, 4>);
-    const int loads = wave ? kWaveLoads : 4;
+                       : (aligned ? k_range<T, true, kRangeLoads> : k_range<T, false, kRangeLoads>);
+    const int loads = wave ? kWaveLoads : kRangeLoads;
     const uint64_t cap = wave ? (uint64_t)c.sm_count * resident_blocks(reinterpret_cast<const void *>(kernel), 256)
                               : (uint64_t)c.sm_count * 8;
     const unsigned grid = (unsigned)std::min<uint64_t>(div_up(n, 1024 * (uint64_t)loads), cap);
