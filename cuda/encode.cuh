@@ -158,7 +158,9 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
     T vlo = kInf, vhi = -kInf;
     const U fill = (U)fill_bits;
     const uint64_t load_stride = 4 * (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = 4 * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x); i < n; i += Loads * load_stride) {
+    // A step: Loads loads of four values, load_stride apart. Whole steps (every value below n) skip the per-value
+    // index check; only a thread's last step can be partial.
+    auto step = [&](uint64_t i, auto whole) {
         T v[Loads][4];
 #pragma unroll
         for (int u = 0; u < Loads; ++u) load4<T, Aligned>(x, i + u * load_stride, n, v[u]);
@@ -167,11 +169,16 @@ k_range(const T *__restrict__ x, uint64_t n, int has_fill, uint64_t fill_bits, u
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 const T val = v[u][k];
-                const bool use = i + u * load_stride + k < n && isfinite(val) && !(has_fill && bits_of(val) == fill);
+                bool use = isfinite(val) && !(has_fill && bits_of(val) == fill);
+                if constexpr (!decltype(whole)::value) use = use && i + u * load_stride + k < n;
                 vlo = min(vlo, use ? val : kInf);
                 vhi = max(vhi, use ? val : -kInf);
             }
-    }
+    };
+    const uint64_t step_span = (Loads - 1) * load_stride + 4;  // values from a step's first index to past its last
+    uint64_t i = 4 * ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    for (; i + step_span <= n; i += Loads * load_stride) step(i, std::true_type{});
+    if (i < n) step(i, std::false_type{});
     // Infinite ends: no usable value, the empty markers.
     unsigned long long lo = vlo == kInf ? ~0ull : order_key((double)vlo);
     unsigned long long hi = vhi == -kInf ? 0ull : order_key((double)vhi);
