@@ -377,12 +377,16 @@ k_payload_crc(const uint32_t *__restrict__ crcs, uint64_t count, const uint32_t 
     }
 }
 
+// Whether the header CRC's initial register is folded into its first four bytes (there are four before the payload
+// checksum field) rather than shifted over them: header_raw_before_field and seal_header_block must agree.
+__device__ __forceinline__ bool header_init_folded(uint32_t hb) { return hb - 8 >= 4; }
+
 // The header's raw CRC over its bytes before the payload checksum field (hb - 8 of them; the initial register as
 // the first four complemented, where there are four), in thread 0. Contains barriers: call it from every thread of
 // the block, after the tables are copied.
 __device__ uint32_t header_raw_before_field(const uint8_t *__restrict__ hdr, uint32_t hb, const uint32_t *tab,
                                             uint32_t *warp_raw) {
-    return small_block_crc(hdr, hb - 8, hb - 8 >= 4 ? 0xFFFFFFFFu : 0u, tab, warp_raw);
+    return small_block_crc(hdr, hb - 8, header_init_folded(hb) ? 0xFFFFFFFFu : 0u, tab, warp_raw);
 }
 
 // The payload checksum of the piece CRCs of a len-byte payload into the header at hdr (hb bytes, any alignment,
@@ -395,7 +399,7 @@ __device__ void seal_header_block(const uint32_t *crcs, uint64_t len, const uint
                                   uint8_t *__restrict__ hdr, uint32_t hb, uint32_t before) {
     const uint64_t pieces = (len + kChecksumPiece - 1) / kChecksumPiece;
     const uint32_t pc = payload_checksum(crcs, pieces, tab, warp_raw);
-    const bool folded = hb - 8 >= 4;  // as header_raw_before_field
+    const bool folded = header_init_folded(hb);  // as header_raw_before_field took it
     if (threadIdx.x != 0) return;
     uint32_t field = 0;  // the raw CRC of the field's four bytes
     for (int b = 0; b < 4; ++b) field = tab[(field ^ (pc >> (8 * b))) & 0xFF] ^ (field >> 8);

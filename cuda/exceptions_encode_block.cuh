@@ -210,7 +210,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     //    value before from the lane before, lane 0 loading it beside its own), the others zero. (A thread per run of
     //    words read its values one load after another: at 4 MB of TREFHT, thread 0 alone, seven round trips to the L2
     //    in series.) Then each thread's run of words: stored, their runs summed, the runs before each word (offR).
-    __shared__ uint32_t sC[kExcEncMaxChangeWords];
+    __shared__ __align__(16) uint32_t sC[kExcEncMaxChangeWords];  // read as uint4 in step 4
     __shared__ uint32_t sFlagC[kExcEncMaxChangeGroups];
     const uint32_t nw_change = 4 * nb_change, per_thread = (uint32_t)div_up(nw_change, kExcEncThreads);
     const uint32_t nw_k = (uint32_t)div_up(k, 32);  // words with exceptions
@@ -242,7 +242,7 @@ __device__ __forceinline__ void exceptions_encode_block(const T *__restrict__ x,
     const uint32_t ng_change = (uint32_t)div_up(nb_change, 32);
     for (uint32_t g = warp; g < ng_change; g += kExcEncWarps) {
         const uint32_t b = 32 * g + lane;
-        const bool stored = b < nb_change && (sC[4 * b] | sC[4 * b + 1] | sC[4 * b + 2] | sC[4 * b + 3]) != 0;
+        const bool stored = b < nb_change && any_bits(reinterpret_cast<const uint4 *>(sC)[b]);
         const uint32_t fw = __ballot_sync(kFullMask, stored);
         if (lane == 0) a.flagC[g] = sFlagC[g] = fw;
     }
