@@ -479,13 +479,15 @@ k_piece_crc_last(const uint8_t *__restrict__ data, uint64_t len, const uint64_t 
 }
 
 // The slice for a payload of about len bytes. 256 bytes where that still gives every SM about 1024 threads (the
-// fewest shifts per byte); else 64 bytes from about 128 threads per SM, as a block's tree of shifts cost about what
-// 16-byte slices save in CRC steps (64 MB of TREFHT, 7.8 MB of payload: 34.8 -> 26.7 us compressing, 31.2 -> 20.7
-// decompressing; 2 MB: 19.5 -> 17.9 and 16.4 -> 13.8; NOTES 130, measured with the trees of run-time shifts that
-// NOTES 133 replaced); else 16 bytes, small payloads spread over the whole GPU.
+// fewest shifts per byte); else 64 bytes from about 512 threads per SM, where 16-byte slices would take four times
+// the blocks' trees of shifts (a 16-byte slice everywhere below 256: 64 MB of TREFHT, 7.8 MB of payload, 3.6 us
+// slower compressing, 8.6-9.1 decompressing); else 16 bytes, spread over the whole GPU, so that a block's chain of
+// dependent steps stays short (16 MB of TREFHT, 1.95 MB of payload: 16 bytes instead of 64 took 1.0-2.7 us off a
+// compression; NOTES 155. From about 128 threads per SM, as before, the trees of run-time shifts that NOTES 133
+// replaced were the cost: NOTES 130).
 int slice_for(const Context &c, uint64_t len) {
     const uint64_t sms = (uint64_t)c.sm_count;
-    return len / 256 >= sms * 1024 ? 256 : len / 64 >= sms * 128 ? 64 : 16;
+    return len / 256 >= sms * 1024 ? 256 : len / 64 >= sms * 512 ? 64 : 16;
 }
 
 // A block per 256 S bytes of the payload.
