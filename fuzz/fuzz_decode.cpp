@@ -5,8 +5,8 @@
 //          that mutations reach the segment decoders instead of stopping at a checksum mismatch
 //   bit 1  decompress into a buffer one value too small: must fail with ZB_ERR_BUFFER_TOO_SMALL, writing nothing
 // Both dtypes and every predictor/encoder the format knows come from the stream bytes themselves (the corpus holds
-// f32 and f64 streams of format v1 (Lorenzo + fast) and v2 (interp or Lorenzo, fast or ratio encoder), raw
-// passthrough, escapes, exceptions,
+// f32 and f64 streams of every format version: v1 and v6 (Lorenzo + fast in one or several Lorenzo segments), v2-v4
+// (interp or Lorenzo, fast or ratio encoder), v5 (point-wise relative), raw passthrough, escapes, exceptions,
 // specials, ranks 1-3).
 //
 // Invariants checked beyond "no crash, no sanitizer report, no hang":

@@ -83,6 +83,15 @@ std::vector<float> block(const std::vector<float> &vars, int var, size_t nk, siz
     return out;
 }
 
+// A flat field of n values c with `patch` copied in at `at` (a real block across a Lorenzo segment border, below):
+// flat values give all-zero code blocks, so a stream of a million values stays a seed of about 20 KB.
+template <typename T, typename P>
+std::vector<T> flat_with_patch(size_t n, T c, const std::vector<P> &patch, size_t at) {
+    std::vector<T> v(n, c);
+    for (size_t i = 0; i < patch.size() && at + i < n; ++i) v[at + i] = (T)patch[i];
+    return v;
+}
+
 template <typename T> void add_specials(std::vector<T> &v, T fill) {
     for (size_t i = 3; i < v.size(); i += 41) v[i] = std::numeric_limits<T>::quiet_NaN();
     for (size_t i = 7; i < v.size(); i += 97) v[i] = fill;
@@ -211,6 +220,39 @@ int main(int argc, char **argv) {
         g_encoder = ZB_ENC_FAST;
         dec_seed("v5_pwrel_lorenzo_fast_f64", compress(b2d, {40, 38}, ZB_MODE_PW_REL, 1e-2));
     }
+    // Lorenzo segments (format v6: the fast pipeline on more than one segment, docs/FORMAT.md section 13): arrays
+    // of about a million values, flat but for a real block, specials and an outlier at and across a segment border
+    // (segment 0 of each holds about 1 << 20 values), so that mutations reach the per-segment decoder. Ranks 1-3,
+    // f32 and f64, abs and rel.
+    g_predictor = ZB_PRED_LORENZO;
+    g_encoder = ZB_ENC_FAST;
+    std::vector<uint8_t> v6_r1;   // also a seed of the filter's reverse direction, below
+    const float v6_fill = -9999.9f;
+    const size_t v6_r1_n = (size_t(1) << 20) + 3000;
+    {
+        const size_t border = size_t(1) << 20;
+        auto r1 = flat_with_patch<float>(v6_r1_n, 271.5f, b1, border - 30);
+        r1[5] = -std::numeric_limits<float>::infinity();
+        r1[border] = std::numeric_limits<float>::quiet_NaN();
+        r1[border + 1] = v6_fill;
+        r1[border + 2] = 1e30f;   // a value outlier: an exception
+        r1[border + 3] = -0.0f;
+        v6_r1 = compress(r1, {r1.size()}, ZB_MODE_ABS, 1e-3, true, v6_fill);
+        dec_seed("v6_lorenzo_fast_r1_f32_abs_specials_fill", v6_r1);
+        // 1100 x 1000: segments of 1049 rows; b2 (40 x 38) at rows 1030-1069 spans the border.
+        std::vector<float> r2(1100 * 1000, -3.25f);
+        for (size_t y = 0; y < 40; ++y)
+            for (size_t x = 0; x < 38; ++x) r2[(1030 + y) * 1000 + 500 + x] = b2[y * 38 + x];
+        dec_seed("v6_lorenzo_fast_r2_f32_rel1e-3", compress(r2, {1100, 1000}, ZB_MODE_REL, 1e-3));
+        // 72 x 128 x 128 f64: segments of 64 planes; b3 (6 x 12 x 24) at planes 61-66.
+        std::vector<double> r3(72 * 128 * 128, 1.0e5);
+        for (size_t z = 0; z < 6; ++z)
+            for (size_t y = 0; y < 12; ++y)
+                for (size_t x = 0; x < 24; ++x)
+                    r3[((61 + z) * 128 + 40 + y) * 128 + 70 + x] = b3[(z * 12 + y) * 24 + x];
+        r3[64 * 128 * 128] = std::numeric_limits<double>::infinity();
+        dec_seed("v6_lorenzo_fast_r3_f64_abs1e-4", compress(r3, {72, 128, 128}, ZB_MODE_ABS, 1e-4));
+    }
     g_encoder = ZB_ENC_AUTO;
     g_predictor = ZB_PRED_AUTO;
     // The archived golden streams (real fields, ~35-40 KB: truncated to max_len by the fuzzer when longer).
@@ -293,6 +335,12 @@ int main(int argc, char **argv) {
     g_predictor = ZB_PRED_AUTO;
     rev_seed("rev_mismatched_shape", 0, full_words(ZB_MODE_ABS, 1e-3, 1, false, 0, 1, 1, 56),
              compress(b1, {57}, ZB_MODE_ABS, 1e-3));
+    {
+        uint32_t fill_bits = 0;
+        std::memcpy(&fill_bits, &v6_fill, 4);
+        rev_seed("rev_v6_r1_f32_fill", 0, full_words(ZB_MODE_ABS, 1e-3, 1, true, fill_bits, 1, 1, (uint32_t)v6_r1_n),
+                 v6_r1);
+    }
     std::printf("wrote %d seeds under %s\n", g_count, g_out.c_str());
     return 0;
 }
