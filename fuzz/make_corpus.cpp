@@ -83,12 +83,19 @@ std::vector<float> block(const std::vector<float> &vars, int var, size_t nk, siz
     return out;
 }
 
-// A flat field of n values c with `patch` copied in at `at` (a real block across a Lorenzo segment border, below):
-// flat values give all-zero code blocks, so a stream of a million values stays a seed of about 20 KB.
+// A flat (nz, ny, nx) field of value c with a (dz, dy, dx) block `patch` copied in at (z0, y0, x0) (a real block
+// across a Lorenzo segment border, below; rank 1 and 2 fields have nz = 1 and ny = 1): flat values give all-zero
+// code blocks, so a stream of a million values stays a seed of about 20 KB. The block lies inside the field.
+struct Box {
+    size_t z, y, x;
+};
 template <typename T, typename P>
-std::vector<T> flat_with_patch(size_t n, T c, const std::vector<P> &patch, size_t at) {
-    std::vector<T> v(n, c);
-    for (size_t i = 0; i < patch.size() && at + i < n; ++i) v[at + i] = (T)patch[i];
+std::vector<T> flat_with_block(T c, Box n, const std::vector<P> &patch, Box d, Box at) {
+    std::vector<T> v(n.z * n.y * n.x, c);
+    for (size_t z = 0; z < d.z; ++z)
+        for (size_t y = 0; y < d.y; ++y)
+            for (size_t x = 0; x < d.x; ++x)
+                v[((at.z + z) * n.y + at.y + y) * n.x + at.x + x] = (T)patch[(z * d.y + y) * d.x + x];
     return v;
 }
 
@@ -231,7 +238,7 @@ int main(int argc, char **argv) {
     const size_t v6_r1_n = (size_t(1) << 20) + 3000;
     {
         const size_t border = size_t(1) << 20;
-        auto r1 = flat_with_patch<float>(v6_r1_n, 271.5f, b1, border - 30);
+        auto r1 = flat_with_block(271.5f, {1, 1, v6_r1_n}, b1, {1, 1, b1.size()}, {0, 0, border - 30});
         r1[5] = -std::numeric_limits<float>::infinity();
         r1[border] = std::numeric_limits<float>::quiet_NaN();
         r1[border + 1] = v6_fill;
@@ -240,16 +247,10 @@ int main(int argc, char **argv) {
         v6_r1 = compress(r1, {r1.size()}, ZB_MODE_ABS, 1e-3, true, v6_fill);
         dec_seed("v6_lorenzo_fast_r1_f32_abs_specials_fill", v6_r1);
         // 1100 x 1000: segments of 1049 rows; b2 (40 x 38) at rows 1030-1069 spans the border.
-        std::vector<float> r2(1100 * 1000, -3.25f);
-        for (size_t y = 0; y < 40; ++y)
-            for (size_t x = 0; x < 38; ++x) r2[(1030 + y) * 1000 + 500 + x] = b2[y * 38 + x];
+        const auto r2 = flat_with_block(-3.25f, {1, 1100, 1000}, b2, {1, 40, 38}, {0, 1030, 500});
         dec_seed("v6_lorenzo_fast_r2_f32_rel1e-3", compress(r2, {1100, 1000}, ZB_MODE_REL, 1e-3));
         // 72 x 128 x 128 f64: segments of 64 planes; b3 (6 x 12 x 24) at planes 61-66.
-        std::vector<double> r3(72 * 128 * 128, 1.0e5);
-        for (size_t z = 0; z < 6; ++z)
-            for (size_t y = 0; y < 12; ++y)
-                for (size_t x = 0; x < 24; ++x)
-                    r3[((61 + z) * 128 + 40 + y) * 128 + 70 + x] = b3[(z * 12 + y) * 24 + x];
+        auto r3 = flat_with_block(1.0e5, {72, 128, 128}, b3, {6, 12, 24}, {61, 40, 70});
         r3[64 * 128 * 128] = std::numeric_limits<double>::infinity();
         dec_seed("v6_lorenzo_fast_r3_f64_abs1e-4", compress(r3, {72, 128, 128}, ZB_MODE_ABS, 1e-4));
     }
